@@ -1,0 +1,84 @@
+"""Small helpers shared by the op families (argument checks, scalar operands)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from nnkit.backends import dtypes as _dt
+from nnkit.backends.mat import ArrayMat
+
+__all__ = ["as_mat_pair", "scalar_mat", "float_mat", "wrap_dim", "norm_dims", "check_tensor",
+           "is_scalar"]
+
+
+def is_scalar(value) -> bool:
+    return isinstance(value, (numbers.Number, np.bool_)) and not isinstance(value, complex)
+
+
+def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
+    """A 0-d Mat for a Python number used with ``like`` (a scalar never upcasts floats).
+
+    A float scalar with an integer tensor gives the default float dtype (as PyTorch).
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not is_scalar(value):
+        raise TypeError(f"{op}: unsupported operand type {type(value).__name__}")
+    kind = like.dtype.kind
+    if isinstance(value, bool):
+        dtype = like.dtype
+    elif isinstance(value, numbers.Integral):
+        dtype = like.dtype if kind in "fiu" else np.dtype(np.int64)
+    else:
+        dtype = like.dtype if kind == "f" else _dt.get_default_dtype().np
+    return type(like).scalar(value, dtype)
+
+
+def as_mat_pair(a, b, op: str):
+    """Both operands of a binary op as Mats (one of them may be a Python number)."""
+    if not isinstance(a, ArrayMat):
+        if not isinstance(b, ArrayMat):
+            raise TypeError(f"{op}: expected at least one tensor operand")
+        return scalar_mat(a, b, op), b
+    if not isinstance(b, ArrayMat):
+        return a, scalar_mat(b, a, op)
+    return a, b
+
+
+def float_mat(m: ArrayMat) -> ArrayMat:
+    """``m`` itself if floating, else cast to the default float dtype."""
+    if m.dtype.kind == "f":
+        return m
+    return m.astype(_dt.get_default_dtype().np)
+
+
+def wrap_dim(dim: int, ndim: int, op: str) -> int:
+    n = max(ndim, 1)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: dimension {dim} out of range for a tensor with {ndim} "
+                         f"dimension(s) (expected in [{-n}, {n - 1}])")
+    return int(dim) % n
+
+
+def norm_dims(dim, ndim: int, op: str):
+    """Normalise ``dim`` (None, int, or a sequence) into a sorted tuple, or None for all."""
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        dims = tuple(sorted({wrap_dim(d, ndim, op) for d in dim}))
+        if len(dims) != len(dim):
+            raise RuntimeError(f"{op}: dim {tuple(dim)} appears multiple times")
+        return dims
+    return (wrap_dim(dim, ndim, op),)
+
+
+def check_tensor(x, op: str, name: str = "input"):
+    from nnkit.autograd.tensor import Tensor
+
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be a Tensor, got {type(x).__name__}")
+    return x

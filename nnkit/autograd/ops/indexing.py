@@ -1,0 +1,348 @@
+"""Indexing: ``t[...]``, ``t[...] = v``, gather/scatter_add, index_select, tril/triu.
+
+Basic indices (ints, slices, None, Ellipsis) give views; integer or boolean
+array indices give copies. Backward scatters the gradient into zeros of the
+input's shape, adding where an index repeats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.ops._util import wrap_dim
+from nnkit.autograd.ops.shape import reshape, sum_to
+
+__all__ = ["getitem", "setitem", "index_put", "gather", "scatter_add", "index_select",
+           "index_add", "repeat_interleave", "tril", "triu", "nonzero", "masked_select",
+           "take_along_dim"]
+
+
+def _index_item(item, x, op):
+    from nnkit.autograd.tensor import Tensor
+
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return (item,)
+    if isinstance(item, (bool, np.bool_)):
+        item = np.asarray(item)
+    if isinstance(item, (int, np.integer)):
+        return (int(item),)
+    if isinstance(item, Tensor):
+        m = item._impl.data
+        if m.device != x._impl.data.device:
+            m = m.to_device(x._impl.data.device)
+    elif isinstance(item, (list, tuple, np.ndarray)):
+        m = type(x._impl.data).from_data(np.asarray(item))
+    else:
+        raise IndexError(f"{op}: unsupported index type {type(item).__name__} (use ints, slices, "
+                         "None, Ellipsis, or integer/boolean tensors)")
+    kind = m.dtype.kind
+    if kind == "b":
+        return m.nonzero() if m.ndim else (m,)
+    if kind not in "iu":
+        raise IndexError(f"{op}: tensors used as indices must be integer or boolean, got "
+                         f"{m.dtype}")
+    return (m,)
+
+
+def normalize_index(x, index, op="getitem") -> tuple:
+    """The user's index as a tuple of ints, slices, None, Ellipsis and integer Mats."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    for item in index:
+        out.extend(_index_item(item, x, op))
+    return tuple(out)
+
+
+class GetItem(Op):
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.in_shape, ctx.idx = x.shape, idx
+        return x.getitem(idx)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return IndexPutZeros.apply(grad_output, ctx.in_shape, ctx.idx), None
+
+
+class IndexPutZeros(Op):
+    """Zeros of ``shape`` with ``values`` added at ``idx`` (the backward of indexing)."""
+
+    @staticmethod
+    def forward(ctx, values, shape, idx):
+        ctx.idx = idx
+        zeros = type(values).zeros(shape, values.dtype)
+        return zeros.index_put(idx, values, accumulate=True)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return GetItem.apply(grad_output, ctx.idx), None, None
+
+
+def getitem(x, index):
+    """``x[index]``: basic indexing gives a view; integer/boolean tensors or arrays give
+    a copy (NumPy semantics).
+
+    Raises:
+        IndexError: for an out-of-range or unsupported index.
+    """
+    idx = normalize_index(x, index)
+    try:
+        return GetItem.apply(x, idx)
+    except IndexError as exc:
+        raise IndexError(f"getitem: {exc} (tensor shape {tuple(x.shape)})") from None
+
+
+class IndexPut(Op):
+    @staticmethod
+    def forward(ctx, x, values, idx, accumulate):
+        ctx.idx, ctx.accumulate = idx, accumulate
+        ctx.v_shape, ctx.v_dtype = values.shape, values.dtype
+        return x.index_put(idx, values.astype(x.dtype), accumulate)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        n = ctx.needs_input_grad
+        gx = gv = None
+        if n[0]:
+            gx = grad_output
+            if not ctx.accumulate:
+                zero = grad_output.new_zeros(())
+                gx = IndexPut.apply(grad_output, zero, ctx.idx, False)
+        if n[1]:
+            gv = sum_to(GetItem.apply(grad_output, ctx.idx), ctx.v_shape)
+            if gv.dtype != ctx.v_dtype:
+                gv = gv.to(ctx.v_dtype.name)
+        return gx, gv, None, None
+
+
+def _value_tensor(x, value, op):
+    from nnkit.autograd.factories import tensor
+    from nnkit.autograd.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        if value.device != x.device:
+            raise RuntimeError(f"{op}: value is on {value.device} but the tensor is on "
+                               f"{x.device}")
+        return value
+    return tensor(value, dtype=x.dtype, device=x.device)
+
+
+def index_put(x, index, values, accumulate: bool = False):
+    """Out of place: a copy of ``x`` with ``values`` written (or added) at ``index``."""
+    idx = normalize_index(x, index, "index_put")
+    return IndexPut.apply(x, _value_tensor(x, values, "index_put"), idx, accumulate)
+
+
+def setitem(x, index, value) -> None:
+    """``x[index] = value`` in place (recorded in the graph when grad is on)."""
+    from nnkit.autograd.ops.inplace import apply_inplace
+
+    idx = normalize_index(x, index, "setitem")
+    v = _value_tensor(x, value, "setitem")
+    try:
+        apply_inplace(x, "setitem", lambda snap: IndexPut.apply(snap, v, idx, False),
+                      lambda m: m.setitem(idx, v._impl.data), others=(v,))
+    except (IndexError, ValueError) as exc:
+        raise type(exc)(f"setitem: {exc} (tensor shape {tuple(x.shape)}, value shape "
+                        f"{tuple(v.shape)})") from None
+
+
+def _check_gather(x, dim, index, op):
+    d = wrap_dim(dim, x.ndim, op)
+    if index.dtype.is_floating_point or index.dtype.name == "bool":
+        raise TypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
+    if index.ndim != x.ndim:
+        raise ShapeError(f"{op}: index {tuple(index.shape)} and input {tuple(x.shape)} must have "
+                         "the same number of dimensions")
+    for k, (a, b) in enumerate(zip(index.shape, x.shape)):
+        if k != d and a > b:
+            raise ShapeError(f"{op}: index size {a} exceeds the input size {b} at dimension {k} "
+                             f"(index {tuple(index.shape)}, input {tuple(x.shape)})")
+    return d
+
+
+class Gather(Op):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.in_shape, ctx.dim = x.shape, dim
+        ctx.save_for_backward(index)
+        return x.gather(dim, index)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (index,) = ctx.saved_tensors
+        zeros = grad_output.new_zeros(ctx.in_shape)
+        return scatter_add(zeros, ctx.dim, index, grad_output), None, None
+
+
+def gather(input, dim: int, index):
+    """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (``torch.gather``).
+
+    Raises:
+        ShapeError: if ``index`` has another number of dimensions, or is larger than
+            ``input`` outside ``dim``.
+    """
+    d = _check_gather(input, dim, index, "gather")
+    return Gather.apply(input, d, index)
+
+
+def take_along_dim(input, indices, dim: int):
+    return gather(input, dim, indices)
+
+
+class ScatterAdd(Op):
+    @staticmethod
+    def forward(ctx, x, dim, index, src):
+        ctx.dim, ctx.src_shape = dim, src.shape
+        ctx.save_for_backward(index)
+        return x.scatter_add(dim, index, src.astype(x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (index,) = ctx.saved_tensors
+        gsrc = None
+        if ctx.needs_input_grad[3]:
+            gsrc = gather(grad_output, ctx.dim, index)
+            if gsrc.shape != ctx.src_shape:
+                full = gsrc.new_zeros(ctx.src_shape)
+                gsrc = index_put(full, tuple(slice(0, n) for n in gsrc.shape), gsrc)
+        return grad_output, None, None, gsrc
+
+
+def scatter_add(input, dim: int, index, src):
+    """Out of place: ``input`` with ``src`` added at ``index`` along ``dim``."""
+    d = _check_gather(input, dim, index, "scatter_add")
+    if any(a > b for a, b in zip(index.shape, src.shape)):
+        raise ShapeError(f"scatter_add: index {tuple(index.shape)} is larger than src "
+                         f"{tuple(src.shape)}")
+    return ScatterAdd.apply(input, d, index, src)
+
+
+def _check_index_1d(x, dim, index, op):
+    d = wrap_dim(dim, x.ndim, op)
+    if index.ndim > 1 or index.dtype.is_floating_point or index.dtype.name == "bool":
+        raise TypeError(f"{op}: index must be a 0-d or 1-d integer tensor, got shape "
+                        f"{tuple(index.shape)} and dtype {index.dtype}")
+    return d
+
+
+class IndexSelect(Op):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.in_shape, ctx.dim = x.shape, dim
+        ctx.save_for_backward(index)
+        return x.take(index, dim)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (index,) = ctx.saved_tensors
+        zeros = grad_output.new_zeros(ctx.in_shape)
+        return index_add(zeros, ctx.dim, index, grad_output), None, None
+
+
+def index_select(input, dim: int, index):
+    """The slices of ``input`` at the positions ``index`` (1-d) along ``dim``."""
+    d = _check_index_1d(input, dim, index, "index_select")
+    return IndexSelect.apply(input, d, reshape(index, (-1,)))
+
+
+class IndexAdd(Op):
+    @staticmethod
+    def forward(ctx, x, dim, index, src):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        return x.index_add(dim, index, src.astype(x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (index,) = ctx.saved_tensors
+        gsrc = index_select(grad_output, ctx.dim, index) if ctx.needs_input_grad[3] else None
+        return grad_output, None, None, gsrc
+
+
+def index_add(input, dim: int, index, source, *, alpha=1):
+    """Out of place: ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
+    d = _check_index_1d(input, dim, index, "index_add")
+    return IndexAdd.apply(input, d, index, source if alpha == 1 else source * alpha)
+
+
+def repeat_interleave(input, repeats, dim=None):
+    """Repeat each element ``repeats`` times along ``dim`` (flattened when None)."""
+    from nnkit.autograd.factories import arange, tensor
+    from nnkit.autograd.tensor import Tensor
+
+    x = reshape(input, (-1,)) if dim is None else input
+    d = 0 if dim is None else wrap_dim(dim, x.ndim, "repeat_interleave")
+    n = x.shape[d]
+    reps = repeats._impl.data.to_numpy() if isinstance(repeats, Tensor) else np.asarray(repeats)
+    if reps.ndim and reps.shape[0] not in (1, n):
+        raise ShapeError(f"repeat_interleave: repeats has {reps.shape[0]} entries but dimension "
+                         f"{d} has size {n}")
+    if (reps < 0).any():
+        raise ValueError("repeat_interleave: repeats must be non-negative")
+    with no_grad():
+        base = arange(n, device=input.device)
+        idx = tensor(np.repeat(base.numpy(), reps), device=input.device)
+    return index_select(x, d, idx)
+
+
+class _Tri(Op):
+    upper = False
+
+    @classmethod
+    def forward(cls, ctx, x, k):
+        ctx.k = k
+        return x.triu(k) if cls.upper else x.tril(k)
+
+    @classmethod
+    def backward(cls, ctx, grad_output):
+        return (triu if cls.upper else tril)(grad_output, ctx.k), None
+
+
+class Tril(_Tri):
+    upper = False
+
+
+class Triu(_Tri):
+    upper = True
+
+
+def tril(input, diagonal: int = 0):
+    """The lower triangle (of the last two dims); elements above ``diagonal`` set to 0."""
+    if input.ndim < 2:
+        raise ShapeError(f"tril: input must have at least 2 dimensions, got {input.ndim}")
+    return Tril.apply(input, diagonal)
+
+
+def triu(input, diagonal: int = 0):
+    """The upper triangle (of the last two dims); elements below ``diagonal`` set to 0."""
+    if input.ndim < 2:
+        raise ShapeError(f"triu: input must have at least 2 dimensions, got {input.ndim}")
+    return Triu.apply(input, diagonal)
+
+
+def nonzero(input, *, as_tuple: bool = False):
+    """Indices of non-zero elements: an (n, ndim) int64 tensor, or a tuple of 1-d ones."""
+    from nnkit.autograd.ops.shape import stack
+    from nnkit.autograd.tensor import Tensor
+
+    mats = input._impl.data.nonzero()
+    parts = [Tensor._from_mat(m.astype(np.int64)) for m in mats]
+    if as_tuple:
+        return tuple(parts)
+    if not parts:
+        return Tensor._from_mat(type(input._impl.data).zeros((1, 0), np.int64))
+    return stack(parts, 1)
+
+
+def masked_select(input, mask):
+    """The elements of ``input`` where ``mask`` is True, as a 1-d tensor."""
+    from nnkit.autograd.ops.shape import expand
+
+    if mask.shape != input.shape:
+        mask = expand(mask, input.shape)
+    return getitem(input, mask)
+

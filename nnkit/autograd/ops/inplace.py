@@ -1,0 +1,266 @@
+"""In-place ops (trailing underscore): write into the tensor's memory.
+
+Outside the graph (``no_grad``, or nothing requires grad) they run directly on the
+Mat and bump its Storage version. Inside it, the op is computed out of place from a
+snapshot of the old value, written back, and the tensor's history is rebased onto
+the new node, as PyTorch does. In place on a leaf that requires grad, or on a view
+taking part in the graph, raises a clear error instead of giving wrong gradients.
+"""
+
+from __future__ import annotations
+
+from nnkit.autograd.grad_mode import no_grad, state
+from nnkit.autograd.ops import elementwise as ew
+from nnkit.autograd.ops._util import is_scalar
+
+__all__ = ["add_", "sub_", "mul_", "div_", "clamp_", "clip_", "zero_", "fill_", "copy_",
+           "addcmul_", "addcdiv_", "lerp_", "sqrt_", "exp_", "neg_", "pow_", "relu_",
+           "sigmoid_", "tanh_", "masked_fill_", "uniform_", "normal_", "apply_inplace"]
+
+
+def _requires(o) -> bool:
+    from nnkit.autograd.tensor import Tensor
+
+    return isinstance(o, Tensor) and o._impl.requires_grad
+
+
+def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
+    """Run an in-place op on ``x``.
+
+    Args:
+        graph_fn: ``graph_fn(old_x) -> Tensor`` computing the new value out of place
+            (used when the graph is recorded).
+        fast_fn: ``fast_fn(mat)`` writing the new value into ``x``'s Mat directly.
+        others: the other operands (to know whether the graph is recorded).
+        clone_self: the op's backward needs the old value of ``x``.
+    """
+    from nnkit.autograd.tensor import Tensor, TensorImpl
+
+    impl = x._impl
+    if not (state.grad_enabled and (impl.requires_grad or any(_requires(o) for o in others))):
+        fast_fn(impl.data)
+        return x
+    if impl.grad_fn is None and impl.requires_grad:
+        raise RuntimeError(f"{name}: a leaf tensor that requires grad is being used in an "
+                           "in-place operation; do it under nnkit.no_grad() or on a clone()")
+    if impl._base is not None:
+        raise RuntimeError(f"{name}: in-place modification of a view of another tensor is not "
+                           "supported while recording gradients; modify the base tensor (e.g. "
+                           "base[index] = value) or clone() the view first")
+    old = TensorImpl(impl.data.copy() if clone_self else impl.data, impl.requires_grad)
+    old.grad_fn, old.output_nr, old._grad_acc = impl.grad_fn, impl.output_nr, impl._grad_acc
+    out = graph_fn(Tensor._wrap(old))
+    impl.data.copy_(out._impl.data)
+    impl.grad_fn, impl.output_nr = out._impl.grad_fn, out._impl.output_nr
+    impl.requires_grad = out._impl.requires_grad
+    return x
+
+
+def _check_binary(x, other, name):
+    """In-place results keep ``x``'s dtype and shape: reject what would not fit."""
+    from nnkit.autograd.ops.shape import broadcast_shapes
+    from nnkit.autograd.tensor import Tensor
+
+    xk = x._impl.data.dtype.kind
+    if isinstance(other, Tensor):
+        ok = other._impl.data.dtype.kind
+        shape = broadcast_shapes(x.shape, other.shape)
+        if shape != x.shape:
+            raise RuntimeError(f"{name}: output with shape {list(x.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+    elif is_scalar(other):
+        ok = "f" if isinstance(other, float) else "i"
+    else:
+        raise TypeError(f"{name}: unsupported operand type {type(other).__name__}")
+    if xk in "biu" and ok == "f":
+        raise RuntimeError(f"{name}: result type float can't be cast to the in-place output "
+                           f"type {x.dtype}")
+
+
+def _mat(x, other):
+    from nnkit.autograd.ops._util import scalar_mat
+    from nnkit.autograd.tensor import Tensor
+
+    return other._impl.data if isinstance(other, Tensor) else scalar_mat(other, x._impl.data,
+                                                                          "inplace")
+
+
+def add_(x, other, *, alpha=1):
+    """``x += alpha * other`` in place; returns ``x``."""
+    _check_binary(x, other, "add_")
+    if alpha != 1:
+        return apply_inplace(x, "add_", lambda old: ew.add(old, other, alpha=alpha),
+                             lambda m: m.iaxpy(alpha, _mat(x, other)), (other,))
+    return apply_inplace(x, "add_", lambda old: ew.add(old, other),
+                         lambda m: m.iadd(_mat(x, other)), (other,))
+
+
+def sub_(x, other, *, alpha=1):
+    """``x -= alpha * other`` in place; returns ``x``."""
+    _check_binary(x, other, "sub_")
+    if alpha != 1:
+        return apply_inplace(x, "sub_", lambda old: ew.sub(old, other, alpha=alpha),
+                             lambda m: m.iaxpy(-alpha, _mat(x, other)), (other,))
+    return apply_inplace(x, "sub_", lambda old: ew.sub(old, other),
+                         lambda m: m.isub(_mat(x, other)), (other,))
+
+
+def mul_(x, other):
+    """``x *= other`` in place; returns ``x``."""
+    _check_binary(x, other, "mul_")
+    return apply_inplace(x, "mul_", lambda old: ew.mul(old, other),
+                         lambda m: m.imul(_mat(x, other)), (other,), clone_self=True)
+
+
+def div_(x, other):
+    """``x /= other`` in place (floating tensors only); returns ``x``."""
+    if x._impl.data.dtype.kind != "f":
+        raise RuntimeError(f"div_: result type float can't be cast to the in-place output "
+                           f"type {x.dtype}")
+    _check_binary(x, other, "div_")
+    return apply_inplace(x, "div_", lambda old: ew.div(old, other),
+                         lambda m: m.idiv(_mat(x, other)), (other,), clone_self=True)
+
+
+def clamp_(x, min=None, max=None):
+    """Clamp ``x`` into ``[min, max]`` in place; returns ``x``."""
+    from nnkit.autograd.tensor import Tensor
+
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _via_copy(x, "clamp_", lambda old: ew.clamp(old, min, max), (min, max))
+    if min is None and max is None:
+        raise ValueError("clamp_: at least one of 'min' or 'max' must not be None")
+    return apply_inplace(x, "clamp_", lambda old: ew.clamp(old, min, max),
+                         lambda m: m.iclip(min, max), clone_self=True)
+
+
+clip_ = clamp_
+
+
+def zero_(x):
+    """Fill ``x`` with zeros in place; returns ``x``."""
+    return fill_(x, 0)
+
+
+def fill_(x, value):
+    """Fill ``x`` with ``value`` in place; returns ``x``."""
+    from nnkit.autograd.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape "
+                               f"{list(value.shape)}")
+        return copy_(x, value.reshape(()).expand(x.shape))
+    return apply_inplace(x, "fill_", lambda old: old * 0 + value, lambda m: m.fill_(value))
+
+
+def copy_(x, src):
+    """Copy ``src`` (broadcast, cast, from any device) into ``x``; returns ``x``."""
+    from nnkit.autograd.factories import tensor
+    from nnkit.autograd.tensor import Tensor
+
+    if not isinstance(src, Tensor):
+        src = tensor(src, dtype=x.dtype, device=x.device)
+    _check_binary(x, src, "copy_") if src._impl.data.dtype.kind != "f" else None
+    from nnkit.autograd.ops.shape import broadcast_shapes
+
+    if broadcast_shapes(x.shape, src.shape) != x.shape:
+        raise RuntimeError(f"copy_: source shape {list(src.shape)} can't be broadcast to "
+                           f"{list(x.shape)}")
+
+    def fast(m):
+        s = src._impl.data
+        m.copy_(s if s.device == m.device else s.to_device(m.device))
+
+    def graph(old):
+        s = src.to(x.device).to(x.dtype)
+        return ew.add(old * 0, s)
+
+    return apply_inplace(x, "copy_", graph, fast, (src,))
+
+
+def _via_copy(x, name, fn, others=(), clone_self=True):
+    """An in-place op with no dedicated kernel: compute out of place, then write back."""
+
+    def fast(m):
+        with no_grad():
+            m.copy_(fn(x)._impl.data)
+
+    return apply_inplace(x, name, fn, fast, others, clone_self)
+
+
+def addcmul_(x, tensor1, tensor2, *, value=1):
+    """``x += value * tensor1 * tensor2`` in place."""
+    return _via_copy(x, "addcmul_", lambda old: ew.addcmul(old, tensor1, tensor2, value=value),
+                     (tensor1, tensor2), clone_self=False)
+
+
+def addcdiv_(x, tensor1, tensor2, *, value=1):
+    """``x += value * tensor1 / tensor2`` in place."""
+    return _via_copy(x, "addcdiv_", lambda old: ew.addcdiv(old, tensor1, tensor2, value=value),
+                     (tensor1, tensor2), clone_self=False)
+
+
+def lerp_(x, end, weight):
+    """``x += weight * (end - x)`` in place."""
+    return _via_copy(x, "lerp_", lambda old: ew.lerp(old, end, weight), (end, weight))
+
+
+def sqrt_(x):
+    return _via_copy(x, "sqrt_", ew.sqrt)
+
+
+def exp_(x):
+    return _via_copy(x, "exp_", ew.exp)
+
+
+def neg_(x):
+    return _via_copy(x, "neg_", ew.neg, clone_self=False)
+
+
+def pow_(x, exponent):
+    return _via_copy(x, "pow_", lambda old: ew.pow(old, exponent), (exponent,))
+
+
+def relu_(x):
+    return _via_copy(x, "relu_", ew.relu)
+
+
+def sigmoid_(x):
+    return _via_copy(x, "sigmoid_", ew.sigmoid)
+
+
+def tanh_(x):
+    return _via_copy(x, "tanh_", ew.tanh)
+
+
+def masked_fill_(x, mask, value):
+    """Write ``value`` where ``mask`` is True, in place."""
+    return _via_copy(x, "masked_fill_", lambda old: ew.masked_fill(old, mask, value), (value,),
+                     clone_self=False)
+
+
+def uniform_(x, a: float = 0.0, b: float = 1.0):
+    """Fill ``x`` with draws from U(a, b) (nnkit's global generator), in place."""
+    from nnkit.random import default_generator
+
+    m = x._impl.data
+    draw = type(m).uniform(a, b, m.shape, m.dtype, default_generator())
+    return apply_inplace(x, "uniform_", lambda old: old * 0 + _t(draw), lambda mm: mm.copy_(draw))
+
+
+def normal_(x, mean: float = 0.0, std: float = 1.0):
+    """Fill ``x`` with draws from N(mean, std²) (nnkit's global generator), in place."""
+    from nnkit.random import default_generator
+
+    m = x._impl.data
+    draw = type(m).randn(m.shape, m.dtype, default_generator())
+    if std != 1.0 or mean != 0.0:
+        draw = draw.mul(type(m).scalar(std, m.dtype)).add(type(m).scalar(mean, m.dtype))
+    return apply_inplace(x, "normal_", lambda old: old * 0 + _t(draw), lambda mm: mm.copy_(draw))
+
+
+def _t(mat):
+    from nnkit.autograd.tensor import Tensor
+
+    return Tensor._from_mat(mat)

@@ -1,0 +1,105 @@
+"""The default collate function: a list of samples in, one batch out."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from nnkit.data.dataset import SampleBatch, _is_tensor
+
+__all__ = ["default_collate"]
+
+
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Stack a sequence of samples into one batch, recursing into containers.
+
+    The type of the first sample decides:
+
+    * NumPy arrays and NumPy scalars are stacked along a new first axis (``np.stack``);
+    * nnkit Tensors are stacked with ``nnkit.stack`` (Tensors stay Tensors);
+    * Python numbers become a 1-d NumPy array (``int64``/``float64``/``bool``, as
+      ``np.asarray`` picks);
+    * strings, bytes and ``None`` are returned as a list;
+    * mappings are collated key by key into a ``dict``; tuples (named tuples
+      included) and lists are collated position by position into the same type;
+    * a :class:`~nnkit.data.SampleBatch` is already stacked: its columns are returned.
+
+    Args:
+        batch: the samples of one batch, all of the same structure.
+
+    Returns:
+        The batch, with the structure of one sample.
+
+    Raises:
+        TypeError: for a sample type it does not know how to stack.
+        ValueError: if the samples have different shapes or container sizes.
+
+    Example:
+        >>> b = default_collate([{"x": np.zeros(2), "y": 1}, {"x": np.ones(2), "y": 0}])
+        >>> b["x"].shape, b["y"].tolist()
+        ((2, 2), [1, 0])
+    """
+    if isinstance(batch, SampleBatch):
+        return batch.columns
+    if len(batch) == 0:
+        raise ValueError("default_collate: the batch is empty")
+    return _collate(list(batch), "batch")
+
+
+def _collate(samples: list, where: str) -> Any:
+    first = samples[0]
+    if isinstance(first, (np.ndarray, np.generic)):
+        return _stack_arrays(samples, where)
+    if _is_tensor(first):
+        return _stack_tensors(samples, where)
+    if isinstance(first, (str, bytes)) or first is None:
+        return samples
+    if isinstance(first, numbers.Number):
+        return np.asarray(samples)
+    if isinstance(first, Mapping):
+        return {key: _collate([s[key] for s in samples], f"{where}[{key!r}]") for key in first}
+    if isinstance(first, (tuple, list)):
+        return _collate_sequences(samples, where)
+    raise TypeError(
+        f"default_collate: cannot batch samples of type {type(first).__name__} "
+        f"at {where}; pass a collate_fn"
+    )
+
+
+def _collate_sequences(samples: list, where: str) -> Any:
+    size = len(samples[0])
+    for i, s in enumerate(samples):
+        if len(s) != size:
+            raise ValueError(
+                f"default_collate: samples at {where} have different lengths "
+                f"(sample 0 has {size}, sample {i} has {len(s)})"
+            )
+    fields = [_collate([s[j] for s in samples], f"{where}[{j}]") for j in range(size)]
+    first = samples[0]
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*fields)
+    return tuple(fields) if isinstance(first, tuple) else fields
+
+
+def _stack_arrays(samples: list, where: str) -> np.ndarray:
+    try:
+        return np.stack(samples)
+    except ValueError:
+        shapes = sorted({np.shape(s) for s in samples})
+        raise ValueError(
+            f"default_collate: cannot stack arrays of different shapes {shapes} at {where}"
+        ) from None
+
+
+def _stack_tensors(samples: list, where: str) -> Any:
+    import nnkit
+
+    shapes = {tuple(s.shape) for s in samples}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"default_collate: cannot stack Tensors of different shapes {sorted(shapes)} at {where}"
+        )
+    return nnkit.stack(samples, dim=0)

@@ -1,0 +1,16 @@
+"""Optimizers and learning-rate schedules (``nnkit.optim``), with PyTorch's API.
+
+Example:
+    >>> opt = nnkit.optim.Adam(model.parameters(), lr=1e-3)
+    >>> sched = nnkit.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+"""
+
+from nnkit.optim import lr_scheduler
+from nnkit.optim.adagrad import Adagrad
+from nnkit.optim.adam import Adam
+from nnkit.optim.adamw import AdamW
+from nnkit.optim.optimizer import Optimizer
+from nnkit.optim.rmsprop import RMSprop
+from nnkit.optim.sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]

@@ -1,0 +1,85 @@
+"""RMSprop: gradients scaled by a running root mean square (Hinton, 2012)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import nnkit
+from nnkit.optim.optimizer import Optimizer, ParamsT
+
+if TYPE_CHECKING:
+    from nnkit import Tensor
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    r"""Implements RMSprop, following PyTorch's documented algorithm.
+
+    At step :math:`t`, for a parameter :math:`\theta` with gradient :math:`g_t`::
+
+        g_t   <- -g_t                                     if maximize
+        g_t   <- g_t + weight_decay * theta               if weight_decay != 0
+        v_t    = alpha * v_{t-1} + (1 - alpha) * g_t**2
+        a_t    = alpha * a_{t-1} + (1 - alpha) * g_t      if centered
+        d_t    = sqrt(v_t - a_t**2) + eps  if centered, else  sqrt(v_t) + eps
+        b_t    = momentum * b_{t-1} + g_t / d_t           if momentum > 0
+        theta <- theta - lr * b_t   if momentum > 0, else  theta - lr * g_t / d_t
+
+    with :math:`v_0 = a_0 = b_0 = 0`.
+
+    Args:
+        params: Tensors to optimize, or dicts defining parameter groups.
+        lr: learning rate.
+        alpha: smoothing constant of the running averages.
+        eps: term added to the denominator for numerical stability.
+        weight_decay: L2 penalty added to the gradient.
+        momentum: momentum factor.
+        centered: normalise by an estimate of the gradient's variance instead of its
+            second moment.
+        maximize: maximize the objective instead of minimizing it.
+
+    Raises:
+        ValueError: for a negative learning rate, alpha, eps, momentum or weight decay.
+
+    Example:
+        >>> opt = RMSprop(model.parameters(), lr=1e-3, momentum=0.9, centered=True)
+        >>> opt.zero_grad(); loss.backward(); opt.step()
+    """
+
+    _state_names = ("square_avg", "momentum_buffer", "grad_avg")
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, *, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
+                 centered: bool = False, maximize: bool = False) -> None:
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                        momentum=momentum, centered=centered, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        state = {"square_avg": nnkit.zeros_like(p)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = nnkit.zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = nnkit.zeros_like(p)
+        return state
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        alpha = group["alpha"]
+        square_avg = state["square_avg"]
+        square_avg.mul_(alpha)
+        square_avg.addcmul_(grad, grad, value=1 - alpha)
+        if group["centered"]:
+            grad_avg = state["grad_avg"]
+            grad_avg.lerp_(grad, 1 - alpha)
+            avg = (square_avg - grad_avg * grad_avg).sqrt() + group["eps"]
+        else:
+            avg = square_avg.sqrt() + group["eps"]
+        if group["momentum"] > 0:
+            buf = state["momentum_buffer"]
+            buf.mul_(group["momentum"])
+            buf.addcdiv_(grad, avg)
+            p.add_(buf, alpha=-group["lr"])
+        else:
+            p.addcdiv_(grad, avg, value=-group["lr"])
