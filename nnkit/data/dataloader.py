@@ -93,7 +93,7 @@ class DataLoader:
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
         self.collate_fn = default_collate if collate_fn is None else collate_fn
         self.seed = draw_seed() if seed is None else int(seed)
-        self._iterable = isinstance(dataset, IterableDataset)
+        self._iterable, self._owns_sampler = isinstance(dataset, IterableDataset), False
         if self._iterable:
             self._check_iterable_options(shuffle, sampler, batch_sampler)
             self.sampler, self.batch_sampler = None, None
@@ -123,9 +123,11 @@ class DataLoader:
             return
         if sampler is not None and shuffle:
             raise ValueError("DataLoader: sampler is mutually exclusive with shuffle")
-        if sampler is None:
-            seeded = RandomSampler(self.dataset, seed=self.seed) if shuffle else None
-            sampler = seeded or SequentialSampler(self.dataset)
+        self._owns_sampler = sampler is None
+        if shuffle:
+            sampler = RandomSampler(self.dataset, seed=self.seed)
+        elif sampler is None:
+            sampler = SequentialSampler(self.dataset)
         self.sampler = sampler
         self.batch_sampler = BatchSampler(sampler, self.batch_size, self.drop_last)
 
@@ -269,6 +271,8 @@ class DataLoader:
         self.seed = int(state["seed"])
         if "sampler" in state and hasattr(self.sampler, "load_state_dict"):
             self.sampler.load_state_dict(state["sampler"])
+        elif self._owns_sampler and isinstance(self.sampler, RandomSampler):
+            self.sampler.seed = self.seed
         self._epoch, self._position, self._started, self._token = epoch, position, False, None
 
     def __repr__(self) -> str:

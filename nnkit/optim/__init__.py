@@ -13,4 +13,4 @@ from nnkit.optim.optimizer import Optimizer
 from nnkit.optim.rmsprop import RMSprop
 from nnkit.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]

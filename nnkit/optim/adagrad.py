@@ -49,9 +49,9 @@ class Adagrad(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-2, *, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, maximize: bool = False) -> None:
-        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, eps=eps,
-                        maximize=maximize)
+        defaults = {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "eps": eps,
+                    "maximize": maximize}
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:

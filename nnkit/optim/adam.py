@@ -52,8 +52,8 @@ class Adam(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-3, *,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False) -> None:
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize)
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize}
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:

@@ -22,15 +22,15 @@ from typing import Any
 from nnkit.optim.optimizer import Optimizer, _plain
 
 __all__ = [
-    "LRScheduler",
-    "StepLR",
-    "MultiStepLR",
-    "ExponentialLR",
     "CosineAnnealingLR",
+    "ExponentialLR",
+    "LRScheduler",
     "LambdaLR",
-    "OneCycleLR",
     "LinearWarmup",
+    "MultiStepLR",
+    "OneCycleLR",
     "ReduceLROnPlateau",
+    "StepLR",
 ]
 
 
@@ -63,8 +63,7 @@ class LRScheduler:
     _unsaved: tuple[str, ...] = ("optimizer",)
 
     def __init__(self, optimizer: Optimizer, *, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         self.optimizer = optimizer
         for i, group in enumerate(optimizer.param_groups):
             if last_epoch == -1:
@@ -221,7 +220,7 @@ class CosineAnnealingLR(LRScheduler):
         >>> sched = CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
     """
 
-    def __init__(self, optimizer: Optimizer, T_max: int, *, eta_min: float = 0.0,  # noqa: N803
+    def __init__(self, optimizer: Optimizer, T_max: int, *, eta_min: float = 0.0,
                  last_epoch: int = -1) -> None:
         if not T_max > 0:
             raise ValueError(f"T_max must be positive, but got {T_max}")
@@ -259,6 +258,7 @@ class LambdaLR(LRScheduler):
     def __init__(self, optimizer: Optimizer,
                  lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]], *,
                  last_epoch: int = -1) -> None:
+        _check_optimizer(optimizer)
         self.lr_lambdas = _per_group(lr_lambda, "lr_lambda", optimizer)
         super().__init__(optimizer, last_epoch=last_epoch)
 
@@ -316,6 +316,7 @@ class OneCycleLR(LRScheduler):
                  max_momentum: float | Sequence[float] = 0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False,
                  last_epoch: int = -1) -> None:
+        _check_optimizer(optimizer)
         self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
         if not 0.0 <= pct_start <= 1.0:
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
@@ -373,13 +374,13 @@ class OneCycleLR(LRScheduler):
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. "
                              f"The specified number of total steps is {self.total_steps}")
-        phases = self._phases()
+        *phases, last = self._phases()
         start = 0.0
         for phase in phases:
-            if step <= phase[0] or phase is phases[-1]:
+            if step <= phase[0]:
                 return phase, (step - start) / (phase[0] - start)
             start = phase[0]
-        raise AssertionError("unreachable")
+        return last, (step - start) / (last[0] - start)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self.anneal_strategy == "cos":
@@ -507,8 +508,7 @@ class ReduceLROnPlateau(LRScheduler):
                  patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
                  cooldown: int = 0, min_lr: float | Sequence[float] = 0,
                  eps: float = 1e-8) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         if mode not in ("min", "max"):
@@ -559,6 +559,11 @@ class ReduceLROnPlateau(LRScheduler):
             new_lr = max(group["lr"] * self.factor, min_lr)
             if group["lr"] - new_lr > self.eps:
                 group["lr"] = new_lr
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
 def _per_group(value: Any, name: str, optimizer: Optimizer) -> list[Any]:

@@ -52,8 +52,8 @@ class RMSprop(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-2, *, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
                  centered: bool = False, maximize: bool = False) -> None:
-        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered, maximize=maximize)
+        defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
+                    "momentum": momentum, "centered": centered, "maximize": maximize}
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:

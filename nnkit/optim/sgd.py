@@ -47,8 +47,8 @@ class SGD(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-3, *, momentum: float = 0,
                  dampening: float = 0, nesterov: bool = False, weight_decay: float = 0,
                  maximize: bool = False) -> None:
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
-                        weight_decay=weight_decay, maximize=maximize)
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "nesterov": nesterov,
+                    "weight_decay": weight_decay, "maximize": maximize}
         super().__init__(params, defaults)
 
     def _validate(self, group: dict[str, Any]) -> None:

@@ -222,6 +222,13 @@ def test_state_dict_resume_mid_epoch(num_workers):
     assert _labels(resumed) == expected[2]
 
 
+def test_load_state_dict_without_sampler_state_reseeds_shuffling():
+    expected = _labels(DataLoader(_dataset(), batch_size=4, shuffle=True, seed=8))
+    loader = DataLoader(_dataset(), batch_size=4, shuffle=True, seed=1)
+    loader.load_state_dict({"epoch": 0, "position": 0, "seed": 8})
+    assert _labels(loader) == expected
+
+
 def test_state_dict_at_epoch_end_points_to_next_epoch():
     loader = DataLoader(_dataset(8), batch_size=4, shuffle=True, seed=0)
     it = iter(loader)

@@ -127,7 +127,7 @@ def test_repr_lists_groups():
 def test_subclass_needs_only_init_state_and_update():
     class SignSGD(Optimizer):
         def __init__(self, params, lr=0.1):
-            super().__init__(params, dict(lr=lr))
+            super().__init__(params, {"lr": lr})
 
         def _update(self, p, grad, state, group):
             p.sub_(grad / grad.abs(), alpha=group["lr"])
@@ -161,20 +161,20 @@ def test_betas_outside_unit_interval(cls, betas, message):
 
 
 @pytest.mark.parametrize(("cls", "kwargs", "message"), [
-    (Adam, dict(eps=-1e-8), "Invalid epsilon value: -1e-08"),
-    (AdamW, dict(eps=-1.0), "Invalid epsilon value: -1.0"),
-    (RMSprop, dict(eps=-1.0), "Invalid epsilon value: -1.0"),
-    (Adagrad, dict(eps=-1.0), "Invalid epsilon value: -1.0"),
-    (Adam, dict(weight_decay=-1), "Invalid weight_decay value: -1"),
-    (SGD, dict(weight_decay=-0.5), "Invalid weight_decay value: -0.5"),
-    (SGD, dict(momentum=-0.5), "Invalid momentum value: -0.5"),
-    (RMSprop, dict(momentum=-0.5), "Invalid momentum value: -0.5"),
-    (RMSprop, dict(alpha=-0.5), "Invalid alpha value: -0.5"),
-    (Adagrad, dict(lr_decay=-0.5), "Invalid lr_decay value: -0.5"),
-    (Adagrad, dict(initial_accumulator_value=-1.0),
+    (Adam, {"eps": -1e-8}, "Invalid epsilon value: -1e-08"),
+    (AdamW, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+    (RMSprop, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+    (Adagrad, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+    (Adam, {"weight_decay": -1}, "Invalid weight_decay value: -1"),
+    (SGD, {"weight_decay": -0.5}, "Invalid weight_decay value: -0.5"),
+    (SGD, {"momentum": -0.5}, "Invalid momentum value: -0.5"),
+    (RMSprop, {"momentum": -0.5}, "Invalid momentum value: -0.5"),
+    (RMSprop, {"alpha": -0.5}, "Invalid alpha value: -0.5"),
+    (Adagrad, {"lr_decay": -0.5}, "Invalid lr_decay value: -0.5"),
+    (Adagrad, {"initial_accumulator_value": -1.0},
      "Invalid initial_accumulator_value value: -1.0"),
-    (SGD, dict(nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
-    (SGD, dict(nesterov=True, momentum=0.9, dampening=0.1), "Nesterov momentum requires"),
+    (SGD, {"nesterov": True}, "Nesterov momentum requires a momentum and zero dampening"),
+    (SGD, {"nesterov": True, "momentum": 0.9, "dampening": 0.1}, "Nesterov momentum requires"),
 ])
 def test_invalid_hyper_parameters(cls, kwargs, message):
     with pytest.raises(ValueError, match=message):

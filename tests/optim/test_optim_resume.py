@@ -8,8 +8,8 @@ from nnkit.optim import SGD, Adagrad, Adam, AdamW, RMSprop
 from nnkit.optim import lr_scheduler as lrs
 
 TOTAL, SAVE_AT = 10, 4
-A = np.array([0.5, -1.0, 2.0, 0.25], dtype=np.float32)
-C = np.array([1.0, 0.0, -1.0, 3.0], dtype=np.float32)
+A = nnkit.tensor([0.5, -1.0, 2.0, 0.25])
+C = nnkit.tensor([1.0, 0.0, -1.0, 3.0])
 
 
 def _loss(w, b):

@@ -91,29 +91,30 @@ def ref_adagrad(x, grads, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulat
 
 
 CASES = [
-    (SGD, ref_sgd, dict(lr=0.1)),
-    (SGD, ref_sgd, dict(lr=0.1, momentum=0.9)),
-    (SGD, ref_sgd, dict(lr=0.1, momentum=0.9, dampening=0.3)),
-    (SGD, ref_sgd, dict(lr=0.1, momentum=0.8, nesterov=True)),
-    (SGD, ref_sgd, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1, maximize=True)),
-    (SGD, ref_sgd, dict(lr=0.05, weight_decay=0.5)),
-    (Adam, ref_adam, dict()),
-    (Adam, ref_adam, dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3)),
-    (Adam, ref_adam, dict(lr=0.1, weight_decay=0.2)),
-    (Adam, ref_adam, dict(lr=0.1, amsgrad=True)),
-    (Adam, ref_adam, dict(lr=0.1, amsgrad=True, maximize=True, weight_decay=0.1)),
-    (AdamW, ref_adamw, dict()),
-    (AdamW, ref_adamw, dict(lr=0.1, weight_decay=0.3, eps=1e-2)),
-    (AdamW, ref_adamw, dict(lr=0.1, amsgrad=True, maximize=True)),
-    (RMSprop, ref_rmsprop, dict()),
-    (RMSprop, ref_rmsprop, dict(lr=0.05, alpha=0.9, eps=1e-3, weight_decay=0.1)),
-    (RMSprop, ref_rmsprop, dict(lr=0.05, momentum=0.9)),
-    (RMSprop, ref_rmsprop, dict(lr=0.05, centered=True)),
-    (RMSprop, ref_rmsprop, dict(lr=0.05, centered=True, momentum=0.5, maximize=True)),
-    (Adagrad, ref_adagrad, dict()),
-    (Adagrad, ref_adagrad, dict(lr=0.1, lr_decay=0.5, weight_decay=0.1)),
-    (Adagrad, ref_adagrad, dict(lr=0.1, initial_accumulator_value=0.5, eps=1e-3,
-                                maximize=True)),
+    (SGD, ref_sgd, {"lr": 0.1}),
+    (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.9}),
+    (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}),
+    (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.8, "nesterov": True}),
+    (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1,
+                    "maximize": True}),
+    (SGD, ref_sgd, {"lr": 0.05, "weight_decay": 0.5}),
+    (Adam, ref_adam, {}),
+    (Adam, ref_adam, {"lr": 0.1, "betas": (0.8, 0.9), "eps": 1e-3}),
+    (Adam, ref_adam, {"lr": 0.1, "weight_decay": 0.2}),
+    (Adam, ref_adam, {"lr": 0.1, "amsgrad": True}),
+    (Adam, ref_adam, {"lr": 0.1, "amsgrad": True, "maximize": True, "weight_decay": 0.1}),
+    (AdamW, ref_adamw, {}),
+    (AdamW, ref_adamw, {"lr": 0.1, "weight_decay": 0.3, "eps": 1e-2}),
+    (AdamW, ref_adamw, {"lr": 0.1, "amsgrad": True, "maximize": True}),
+    (RMSprop, ref_rmsprop, {}),
+    (RMSprop, ref_rmsprop, {"lr": 0.05, "alpha": 0.9, "eps": 1e-3, "weight_decay": 0.1}),
+    (RMSprop, ref_rmsprop, {"lr": 0.05, "momentum": 0.9}),
+    (RMSprop, ref_rmsprop, {"lr": 0.05, "centered": True}),
+    (RMSprop, ref_rmsprop, {"lr": 0.05, "centered": True, "momentum": 0.5, "maximize": True}),
+    (Adagrad, ref_adagrad, {}),
+    (Adagrad, ref_adagrad, {"lr": 0.1, "lr_decay": 0.5, "weight_decay": 0.1}),
+    (Adagrad, ref_adagrad, {"lr": 0.1, "initial_accumulator_value": 0.5, "eps": 1e-3,
+                                "maximize": True}),
 ]
 IDS = [f"{cls.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
        for cls, _, kw in CASES]
@@ -172,7 +173,7 @@ def test_float32_stays_float32_and_close(cls, ref, kwargs):
 
 
 def test_step_count_and_state_keys():
-    opt, params, _ = run_nnkit(Adam, dict(amsgrad=True))
+    opt, params, _ = run_nnkit(Adam, {"amsgrad": True})
     for p in params:
         assert opt.state[p]["step"] == STEPS
         assert set(opt.state[p]) == {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
@@ -187,6 +188,19 @@ def test_parameter_without_grad_is_skipped():
     np.testing.assert_array_equal(_host(a), [0.5, 1.5])
     np.testing.assert_array_equal(_host(b), [3.0])
     assert a in opt.state and b not in opt.state
+
+
+def test_update_is_in_place_on_the_parameter_storage():
+    p = nnkit.tensor([1.0, 2.0], requires_grad=True)
+    alias = p.detach()  # shares p's storage
+    version = p._version
+    opt = Adam([p], lr=0.1)
+    p.grad = nnkit.tensor([1.0, -1.0])
+    opt.step()
+    np.testing.assert_array_equal(_host(alias), _host(p))
+    np.testing.assert_allclose(_host(p), [0.9, 2.1], rtol=1e-6)
+    assert p._version > version
+    assert p.is_leaf and p.grad_fn is None
 
 
 def test_groups_use_their_own_hyper_parameters():
