@@ -15,6 +15,7 @@ import threading
 
 from nnkit.autograd.function import AccumulateGrad, grad_edge
 from nnkit.autograd.grad_mode import state
+from nnkit.autograd.tensor import Tensor, TensorImpl
 
 __all__ = ["run_backward"]
 
@@ -22,7 +23,7 @@ _accumulate_lock = threading.RLock()
 
 
 def _root_grads(tensors, grads):
-    from nnkit.autograd.tensor import Tensor, ones_like
+    from nnkit.autograd.tensor import ones_like
 
     out = []
     for k, (t, g) in enumerate(zip(tensors, grads)):
@@ -121,62 +122,59 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
     deps = _count_dependencies(roots)
     ready = [n for n in roots if deps.get(n, 0) == 0]
     anomaly = state.anomaly
+    acc_cls = AccumulateGrad
     while ready:
         node = ready.pop()
         buf = buffers.pop(node)
         if capture:
             _capture_targets(node, buf, targets, results)
-        if type(node) is AccumulateGrad:
+        if node.__class__ is acc_cls:
             if not capture and (targets is None or (node, 0) in targets):
                 _accumulate(node.impl, buf[0], create_graph)
             continue
         if node.pre_hooks is not None or node.retained is not None:
             _run_tensor_hooks(node, buf, create_graph)
-        out = _call_node(node, buf, anomaly) if any(g is not None for g in buf) else ()
         nexts = node.next_functions
+        if node.__class__ is _EmptyNode:
+            out = ()
+        elif len(buf) == 1:
+            out = _call_node(node, buf, anomaly) if buf[0] is not None else ()
+        else:
+            out = _call_node(node, buf, anomaly) if any(g is not None for g in buf) else ()
         if out and len(out) != len(nexts):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {len(nexts)}, got {len(out)})")
         if not retain_graph:
             node.release()
-        _route(node, nexts, out, buffers, deps, ready)
+        _route(nexts, out, buffers, deps, ready)
 
 
-def _route(node, nexts, out, buffers, deps, ready) -> None:
-    from nnkit.autograd.tensor import Tensor
-
-    seen_ids = None
+def _route(nexts, out, buffers, deps, ready) -> None:
+    n_out = len(out)
     for k, (nxt, nr) in enumerate(nexts):
         if nxt is None:
             continue
-        g = out[k] if out else None
+        g = out[k] if n_out else None
+        buf = buffers.get(nxt)
+        if buf is None:
+            buf = buffers[nxt] = [None] * nxt._n_outputs
         if g is not None:
-            if seen_ids is None:
-                seen_ids = set()
-            if id(g) in seen_ids:
-                g = Tensor._wrap_shared(g)  # same gradient object to two inputs: alias
-            seen_ids.add(id(g))
-            buf = buffers.get(nxt)
-            if buf is None:
-                buf = buffers[nxt] = [None] * nxt._n_outputs
+            for j in range(k):
+                if out[j] is g:  # one gradient object sent to two inputs: alias it
+                    g = Tensor._wrap_shared(g)
+                    break
             prev = buf[nr]
             buf[nr] = g if prev is None else prev + g
-        elif nxt not in buffers:
-            buffers[nxt] = [None] * nxt._n_outputs
         left = deps[nxt] - 1
         deps[nxt] = left
         if left == 0:
-            if all(b is None for b in buffers[nxt]):
-                _skip(nxt, buffers, deps, ready)
+            if all(b is None for b in buf):
+                del buffers[nxt]
+                empty = _EmptyNode(nxt)
+                buffers[empty] = [None]
+                ready.append(empty)
             else:
                 ready.append(nxt)
-
-
-def _skip(node, buffers, deps, ready) -> None:
-    """A node that received no gradient at all: pass the 'nothing' on to its inputs."""
-    buffers.pop(node, None)
-    ready.append(_EmptyNode(node))
-    buffers[ready[-1]] = [None]
 
 
 class _EmptyNode:
@@ -199,9 +197,7 @@ class _EmptyNode:
 
 
 def _call_node(node, buf, anomaly):
-    if type(node) is _EmptyNode:
-        return ()
-    if any(g is None for g in buf):
+    if len(buf) > 1 and any(g is None for g in buf):
         buf = _fill_missing(node, buf)
     out = node.apply_backward(tuple(buf))
     if node.post_hooks is not None:
@@ -213,8 +209,10 @@ def _call_node(node, buf, anomaly):
 
 
 def _fill_missing(node, buf):
-    from nnkit.autograd.tensor import Tensor, TensorImpl
+    if node._released:  # release() cleared _out_meta: report the real problem
+        from nnkit.autograd.function import _RELEASED_MSG
 
+        raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
     filled = list(buf)
     for k, g in enumerate(buf):
         if g is None:
@@ -226,7 +224,9 @@ def _fill_missing(node, buf):
 def _check_anomaly(node, out) -> None:
     for k, g in enumerate(out):
         if g is not None and not g._impl.data.all_finite():
-            where = "".join(node.trace or ["  (forward call site not recorded)\n"])
+            from nnkit.autograd.graph import format_forward_trace
+
+            where = format_forward_trace(node.trace)
             raise RuntimeError(
                 f"Function '{node.name()}' returned nan or inf values in its gradient for "
                 f"input {k}. The forward op was created at:\n{where}")
@@ -255,8 +255,6 @@ def _capture_targets(node, buf, targets, results) -> None:
 
 
 def _accumulate(impl, grad, create_graph) -> None:
-    from nnkit.autograd.tensor import Tensor
-
     for hook in list(impl.hooks or ()):
         new = hook(grad)
         if new is not None:
@@ -279,8 +277,6 @@ def _store_grad(impl, grad, create_graph) -> None:
 
 def _owned(grad):
     """``grad`` detached, stolen when nothing else can see its memory, else copied."""
-    from nnkit.autograd.tensor import Tensor, TensorImpl
-
     m = grad._impl.data
     a = m.array
     if (sys.getrefcount(m.storage) == 2 and a.flags.writeable and a.flags.c_contiguous

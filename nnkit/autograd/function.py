@@ -13,11 +13,13 @@ Two flavours share the mechanism:
   :class:`~nnkit.backends.mat.ArrayMat` objects (no Tensor wrapping on the hot path).
 
 Either way ``backward`` receives Tensors and is written with Tensor ops, so
-``create_graph=True`` differentiates it again.
+``create_graph=True`` differentiates it again. ``Op.apply`` is the hottest code in
+nnkit (every op of every backward runs through it), hence its plain style.
 """
 
 from __future__ import annotations
 
+import threading
 import traceback
 import weakref
 
@@ -25,6 +27,10 @@ from nnkit.autograd.grad_mode import state
 from nnkit.backends.mat import ArrayMat
 
 __all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "ShapeError"]
+
+# Set by nnkit.autograd.tensor at import (it imports this module first).
+Tensor = None
+TensorImpl = None
 
 
 class ShapeError(ValueError, RuntimeError):
@@ -60,13 +66,25 @@ _RELEASED_MSG = (
 
 
 class SavedTensor:
-    """One tensor saved for backward, with the Storage version it had when saved."""
+    """One tensor saved for backward, with the Storage version it had when saved.
+
+    ``kind`` is ``'leaf'`` (a leaf requiring grad: kept by identity so gradients reach
+    it), ``'input'``/``'output'`` (reconnected to ``grad_fn`` on unpack, for double
+    backward) or ``'const'`` (no graph).
+    """
 
     __slots__ = ("mat", "impl", "grad_fn", "output_nr", "version", "kind", "packed")
 
-    def unpack(self, node: "Node"):
-        from nnkit.autograd.tensor import Tensor, TensorImpl
+    def __init__(self, mat, impl, grad_fn, output_nr, kind) -> None:
+        self.mat = mat
+        self.impl = impl
+        self.grad_fn = grad_fn
+        self.output_nr = output_nr
+        self.kind = kind
+        self.version = mat.storage.version
+        self.packed = None
 
+    def unpack(self, node: "Node"):
         if self.packed is not None:
             mat = self.packed[1](self.packed[0])._impl.data
         else:
@@ -79,18 +97,22 @@ class SavedTensor:
                     f"{list(mat.shape)} at version {self.version}; it is now at version "
                     f"{found}. Use an out-of-place op, or clone() before modifying.")
         kind = self.kind
+        t = Tensor.__new__(Tensor)
         if kind == "leaf":
             if self.packed is None:
-                return Tensor._wrap(self.impl)
-            impl = TensorImpl(mat, requires_grad=True)
-            impl._grad_acc = weakref.ref(grad_edge(self.impl)[0])
-            return Tensor._wrap(impl)
-        if kind == "const" or self.grad_fn is None:
-            return Tensor._wrap(TensorImpl(mat))
-        impl = TensorImpl(mat, requires_grad=True)
-        impl.grad_fn = self.grad_fn
-        impl.output_nr = self.output_nr
-        return Tensor._wrap(impl)
+                t._impl = self.impl
+                return t
+            impl = TensorImpl(mat, True)
+            acc = grad_edge(self.impl)[0]  # held strongly: a weakref to it would die here
+            impl._grad_acc = lambda: acc
+        elif kind == "const" or self.grad_fn is None:
+            impl = TensorImpl(mat, False)
+        else:
+            impl = TensorImpl(mat, True)
+            impl.grad_fn = self.grad_fn
+            impl.output_nr = self.output_nr
+        t._impl = impl
+        return t
 
 
 class Node:
@@ -102,21 +124,24 @@ class Node:
         needs_input_grad: one bool per forward positional input.
     """
 
-    __slots__ = ("_fn_cls", "next_functions", "needs_input_grad", "_to_save", "_saved",
-                 "_released", "_n_outputs", "_out_meta", "pre_hooks", "retained",
-                 "post_hooks", "_non_diff", "trace", "__dict__", "__weakref__")
+    __slots__ = ("_fn_cls", "next_functions", "needs_input_grad", "_saved", "_released",
+                 "_n_outputs", "__dict__", "__weakref__")
+    # Rarely set attributes live in the instance __dict__ (with ctx attributes), so a
+    # new node pays only for the slots above.
+    _to_save = ()
+    _out_meta = None
+    _in_meta = None
+    pre_hooks = None
+    retained = None
+    post_hooks = None
+    _non_diff = None
+    trace = None
 
     def __init__(self, fn_cls) -> None:
         self._fn_cls = fn_cls
-        self._to_save = ()
         self._saved = None
         self._released = False
-        self._out_meta = None
-        self.pre_hooks = None
-        self.retained = None
-        self.post_hooks = None
-        self._non_diff = None
-        self.trace = None
+        self._n_outputs = 1
 
     # ---- ctx API used inside forward / backward
     def save_for_backward(self, *tensors) -> None:
@@ -131,7 +156,7 @@ class Node:
     def saved_tensors(self) -> tuple:
         if self._released:
             raise RuntimeError(_RELEASED_MSG.format(name=self.name()))
-        return tuple(None if s is None else s.unpack(self) for s in self._saved or ())
+        return tuple([None if s is None else s.unpack(self) for s in self._saved or ()])
 
     # ---- graph API
     def name(self) -> str:
@@ -152,8 +177,10 @@ class Node:
         if self._released:
             raise RuntimeError(_RELEASED_MSG.format(name=self.name()))
         out = self._fn_cls.backward(self, *grads)
-        if not isinstance(out, tuple):
+        if out.__class__ is not tuple:
             out = (out,)
+        if self._in_meta is not None:
+            _check_user_grads(self, out)
         return out
 
     def release(self) -> None:
@@ -161,6 +188,24 @@ class Node:
         self._saved = None
         self._released = True
         self.__dict__.clear()
+
+
+def _check_user_grads(node, out) -> None:
+    """User Functions: one gradient per input, each of its input's shape."""
+    meta = node._in_meta
+    name = node._fn_cls.__name__
+    if len(out) != len(meta):
+        raise RuntimeError(f"function {name}.backward returned an incorrect number of gradients "
+                           f"(expected {len(meta)}, got {len(out)})")
+    for k, (g, shape) in enumerate(zip(out, meta)):
+        if g is None or shape is None:
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {name}.backward returned a {type(g).__name__} as the "
+                            f"gradient of input {k}; expected a Tensor or None")
+        if g.shape != shape:
+            raise RuntimeError(f"function {name}.backward returned a gradient of shape "
+                               f"{list(g.shape)} for input {k}, which has shape {list(shape)}")
 
 
 class AccumulateGrad:
@@ -180,12 +225,13 @@ class AccumulateGrad:
 
     @property
     def variable(self):
-        from nnkit.autograd.tensor import Tensor
-
         return Tensor._wrap(self.impl)
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+_grad_acc_lock = threading.Lock()
 
 
 def grad_edge(impl):
@@ -196,8 +242,12 @@ def grad_edge(impl):
     ref = impl._grad_acc
     acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(impl)
-        impl._grad_acc = weakref.ref(acc)
+        with _grad_acc_lock:  # two threads must not make two nodes for one leaf
+            ref = impl._grad_acc
+            acc = ref() if ref is not None else None
+            if acc is None:
+                acc = AccumulateGrad(impl)
+                impl._grad_acc = weakref.ref(acc)
     return (acc, 0)
 
 
@@ -211,6 +261,9 @@ class _NoGraphCtx:
 
     def mark_non_differentiable(self, *outputs) -> None:
         pass
+
+
+_NO_EDGE = (None, 0)
 
 
 class Function:
@@ -237,6 +290,7 @@ class Function:
     """
 
     _mat_forward = False
+    _view_op = False
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -248,21 +302,27 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from nnkit.autograd.tensor import Tensor
-
+        """Run ``forward`` on ``args``, recording the graph when grad is needed."""
         impls = [a._impl if isinstance(a, Tensor) else None for a in args]
-        record = state.grad_enabled and any(
-            i is not None and i.requires_grad for i in impls)
-        _check_devices(cls, impls)
-        if not record:
-            return _run_forward(cls, _NoGraphCtx(), args, impls, kwargs, None)
-        node = Node(cls)
-        node.needs_input_grad = tuple(i is not None and i.requires_grad for i in impls)
-        node.next_functions = tuple(
-            grad_edge(i) if i is not None and i.requires_grad else (None, 0) for i in impls)
-        if state.anomaly:
-            node.trace = traceback.format_stack()[:-2]
-        return _run_forward(cls, node, args, impls, kwargs, node)
+        _check_devices(cls, [i.data for i in impls if i is not None])
+        record = state.grad_enabled and any(i is not None and i.requires_grad for i in impls)
+        ctx = _new_node(cls, impls) if record else _NoGraphCtx()
+        if record:
+            ctx._in_meta = tuple(None if i is None else i.data.shape for i in impls)
+        prev = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            state.grad_enabled = prev
+        single = out.__class__ is not tuple
+        outs = (out,) if single else out
+        for o in outs:
+            if o is not None and not isinstance(o, Tensor):
+                raise TypeError(f"{cls.__name__}.forward must return Tensors (or a tuple of "
+                                f"them), got {type(o).__name__}")
+        mats = tuple(None if o is None else o._impl.data for o in outs)
+        return _finish(cls, ctx if record else None, args, impls, outs, mats, single)
 
 
 class Op(Function):
@@ -271,18 +331,89 @@ class Op(Function):
     Tensor arguments reach ``forward`` as their Mats; other arguments as given.
     ``forward`` returns a Mat or a tuple of Mats; ``save_for_backward`` takes Mats
     (an input's, an output, or an intermediate) and ``saved_tensors`` gives them
-    back as Tensors connected to the graph.
+    back as Tensors connected to the graph. Set ``_view_op = True`` on ops whose
+    output may view an input's memory.
     """
 
     _mat_forward = True
 
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        impls = []
+        mats = []
+        record = False
+        mcls = None
+        for a in args:
+            if isinstance(a, Tensor):
+                i = a._impl
+                m = i.data
+                if mcls is None:
+                    mcls = m.__class__
+                elif m.__class__ is not mcls or mcls.multi_device:
+                    _check_devices(cls, [j.data for j in impls if j is not None] + [m])
+                impls.append(i)
+                mats.append(m)
+                if i.requires_grad:
+                    record = True
+            else:
+                impls.append(None)
+                mats.append(a)
+        if record and state.grad_enabled:
+            node = _new_node(cls, impls)
+            out = _forward_mats(cls, node, mats, kwargs, impls)
+            if out.__class__ is tuple:
+                return _finish(cls, node, mats, impls, out, out, False)
+            return _finish(cls, node, mats, impls, (out,), (out,), True)
+        out = _forward_mats(cls, _NoGraphCtx(), mats, kwargs, impls)
+        if out.__class__ is tuple:
+            return tuple([None if m is None else _plain(cls, m, impls) for m in out])
+        return _plain(cls, out, impls)
 
-def _check_devices(cls, impls) -> None:
-    dev = None
+
+def _forward_mats(cls, ctx, mats, kwargs, impls):
+    try:
+        return cls.forward(ctx, *mats, **kwargs)
+    except ValueError as exc:
+        if isinstance(exc, ShapeError):
+            raise
+        shapes = " and ".join(str(tuple(i.data.shape)) for i in impls if i is not None)
+        raise ShapeError(f"{cls.__name__.lower()}: invalid input shapes {shapes}: "
+                         f"{exc}") from None
+
+
+def _plain(cls, m, impls):
+    """Wrap an output Mat that carries no graph."""
+    impl = TensorImpl(m, False)
+    if cls._view_op:
+        _mark_view(impl, m, impls)
+    t = Tensor.__new__(Tensor)
+    t._impl = impl
+    return t
+
+
+def _mark_view(impl, m, impls) -> None:
+    """A view of an input remembers its base (so in-place checks can see it)."""
+    storage = m.storage
     for i in impls:
-        if i is None:
-            continue
-        d = i.data.device
+        if i is not None and i.data.storage is storage:
+            impl._base = i._base or i
+            return
+
+
+def _new_node(cls, impls):
+    node = Node(cls)
+    node.needs_input_grad = tuple([i is not None and i.requires_grad for i in impls])
+    node.next_functions = tuple([grad_edge(i) if i is not None and i.requires_grad
+                                 else _NO_EDGE for i in impls])
+    if state.anomaly:
+        node.trace = traceback.format_stack()[:-2]
+    return node
+
+
+def _check_devices(cls, mats) -> None:
+    dev = None
+    for m in mats:
+        d = m.device
         if dev is None:
             dev = d
         elif d is not dev and d != dev:
@@ -291,114 +422,72 @@ def _check_devices(cls, impls) -> None:
                 f"found {dev} and {d}")
 
 
-def _call_forward(cls, ctx, args, impls, kwargs):
-    if cls._mat_forward:
-        fargs = [a if i is None else i.data for a, i in zip(args, impls)]
-        try:
-            return cls.forward(ctx, *fargs, **kwargs)
-        except ValueError as exc:
-            if isinstance(exc, ShapeError):
-                raise
-            shapes = ", ".join(str(tuple(i.data.shape)) for i in impls if i is not None)
-            raise ShapeError(f"{cls.__name__.lower()}: invalid input shapes {shapes}: "
-                             f"{exc}") from None
-    prev = state.grad_enabled
-    state.grad_enabled = False
-    try:
-        return cls.forward(ctx, *args, **kwargs)
-    finally:
-        state.grad_enabled = prev
-
-
-def _run_forward(cls, ctx, args, impls, kwargs, node):
-    from nnkit.autograd.tensor import Tensor, TensorImpl
-
-    out = _call_forward(cls, ctx, args, impls, kwargs)
-    single = not isinstance(out, tuple)
-    outs = (out,) if single else out
-    if cls._mat_forward:
-        mats = outs
-    else:
-        mats = tuple(None if o is None else _as_tensor_out(cls, o)._impl.data for o in outs)
+def _finish(cls, node, args, impls, outs, mats, single):
+    """Wrap outputs; with a node, connect them to it and resolve the saved tensors."""
     if node is None:
-        res = tuple(None if m is None else Tensor._wrap(TensorImpl(m)) for m in mats)
+        res = tuple([None if m is None else _plain(cls, m, impls) for m in mats])
         return res[0] if single else res
-    non_diff = node._non_diff or ()
+    non_diff = node._non_diff
     results = []
     for k, m in enumerate(mats):
         if m is None:
             results.append(None)
             continue
-        diff = m.dtype.kind == "f" and not any(
-            (d is m) or (not cls._mat_forward and d is outs[k]) for d in non_diff)
-        impl = TensorImpl(m, requires_grad=diff)
-        for i in impls:  # a view of an input remembers its base (in-place checks)
-            if i is not None and i.data.storage is m.storage:
-                impl._base = i._base or i
-                break
+        diff = m.array.dtype.kind == "f"
+        if non_diff and any(d is m or d is outs[k] for d in non_diff):
+            diff = False
+        impl = TensorImpl(m, diff)
+        if cls._view_op or not cls._mat_forward:
+            _mark_view(impl, m, impls)
         if diff:
             impl.grad_fn = node
             impl.output_nr = k
-        results.append(Tensor._wrap(impl))
-    node._n_outputs = len(mats)
-    if len(mats) > 1:
-        node._out_meta = tuple(None if m is None else (m.shape, m.dtype, type(m))
-                               for m in mats)
-    _resolve_saved(cls, node, args, impls, outs, mats)
-    node._non_diff = None
+        t = Tensor.__new__(Tensor)
+        t._impl = impl
+        results.append(t)
+    n = len(mats)
+    node._n_outputs = n
+    if n > 1:
+        node._out_meta = tuple([None if m is None else (m.shape, m.dtype, m.__class__)
+                                for m in mats])
+    if node._to_save:
+        _resolve_saved(cls, node, args, impls, outs, mats)
+    if non_diff is not None:
+        node._non_diff = None
     return results[0] if single else tuple(results)
-
-
-def _as_tensor_out(cls, o):
-    from nnkit.autograd.tensor import Tensor
-
-    if not isinstance(o, Tensor):
-        raise TypeError(f"{cls.__name__}.forward must return Tensors (or a tuple of them), "
-                        f"got {type(o).__name__}")
-    return o
 
 
 def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
     """Turn what forward passed to save_for_backward into SavedTensors."""
-    from nnkit.autograd.tensor import Tensor, TensorImpl
-
     hooks = state.saved_hooks[-1] if state.saved_hooks else None
     saved = []
     for obj in node._to_save:
         if obj is None:
             saved.append(None)
             continue
-        s = SavedTensor()
-        s.impl = None
-        s.grad_fn = None
-        s.output_nr = 0
-        s.packed = None
-        s.kind = "const"
-        mat = obj._impl.data if isinstance(obj, Tensor) else obj
-        if not isinstance(mat, ArrayMat):
-            raise TypeError(f"{cls.__name__}: save_for_backward takes tensors, got "
-                            f"{type(obj).__name__}")
-        for a, i in zip(args, impls):
-            if i is not None and (a is obj or i.data is obj):
-                s.impl = i
-                s.grad_fn = i.grad_fn
-                s.output_nr = i.output_nr
-                s.kind = "leaf" if i.grad_fn is None and i.requires_grad else "input"
-                break
-        else:
-            for k, (o, m) in enumerate(zip(outs, mats)):
-                if o is obj or m is obj:
-                    s.grad_fn = node if m.dtype.kind == "f" else None
-                    s.output_nr = k
-                    s.kind = "output"
-                    break
-        s.mat = mat
-        s.version = mat.storage.version
-        if s.kind != "leaf":
-            s.impl = None
+        s = _saved_for(cls, node, obj, args, impls, outs, mats)
         if hooks is not None:
-            s.packed = (hooks[0](Tensor._wrap(TensorImpl(mat))), hooks[1])
+            t = Tensor.__new__(Tensor)
+            t._impl = TensorImpl(s.mat, False)
+            s.packed = (hooks[0](t), hooks[1])
             s.mat = None
         saved.append(s)
     node._saved = saved
     node._to_save = ()
+
+
+def _saved_for(cls, node, obj, args, impls, outs, mats) -> SavedTensor:
+    mat = obj._impl.data if isinstance(obj, Tensor) else obj
+    if not isinstance(mat, ArrayMat):
+        raise TypeError(f"{cls.__name__}: save_for_backward takes tensors, got "
+                        f"{type(obj).__name__}")
+    for a, i in zip(args, impls):
+        if i is not None and (a is obj or i.data is obj):
+            if i.grad_fn is None and i.requires_grad:
+                return SavedTensor(mat, i, None, 0, "leaf")
+            return SavedTensor(mat, None, i.grad_fn, i.output_nr, "input")
+    for k, (o, m) in enumerate(zip(outs, mats)):
+        if o is obj or m is obj:
+            fn = node if m.array.dtype.kind == "f" else None
+            return SavedTensor(mat, None, fn, k, "output")
+    return SavedTensor(mat, None, None, 0, "const")

@@ -10,8 +10,8 @@ import weakref
 
 import numpy as np
 
+from nnkit.autograd import function as _function
 from nnkit.autograd.function import RemovableHandle
-from nnkit.autograd.grad_mode import state
 from nnkit.backends import dtypes as _dt
 
 __all__ = ["Tensor", "TensorImpl"]
@@ -29,7 +29,7 @@ class TensorImpl:
     """
 
     __slots__ = ("data", "grad", "grad_fn", "requires_grad", "output_nr", "hooks",
-                 "post_hooks", "_grad_acc", "_base", "_inference", "__weakref__")
+                 "post_hooks", "_grad_acc", "_base", "__weakref__")
 
     def __init__(self, data, requires_grad: bool = False) -> None:
         self.data = data
@@ -41,7 +41,6 @@ class TensorImpl:
         self.post_hooks = None
         self._grad_acc = None
         self._base = None
-        self._inference = state.inference
 
 
 class Tensor:
@@ -86,6 +85,13 @@ class Tensor:
         impl = TensorImpl(m._view(m.array), t._impl.requires_grad)
         impl.grad_fn = t._impl.grad_fn
         impl.output_nr = t._impl.output_nr
+        if impl.grad_fn is None and impl.requires_grad:
+            # An alias of a leaf must feed the leaf's own accumulator (else gradients
+            # reaching the alias, e.g. with create_graph, are lost); hold it strongly.
+            from nnkit.autograd.function import grad_edge
+
+            acc = grad_edge(t._impl)[0]
+            impl._grad_acc = lambda: acc
         return cls._wrap(impl)
 
     # ------------------------------------------------------------- properties
@@ -379,6 +385,10 @@ class Tensor:
     def __reduce__(self):
         raise TypeError("nnkit tensors are not picklable; save them with nnkit.io "
                         "(HDF5) or convert with .numpy()")
+
+
+_function.Tensor = Tensor
+_function.TensorImpl = TensorImpl
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:

@@ -38,6 +38,7 @@ class CupyMat(ArrayMat):
 
     __slots__ = ()
     xp = cupy
+    multi_device = True
 
     @staticmethod
     def check_available() -> None:

@@ -31,6 +31,7 @@ class ArrayMat(NNKernelsMixin):
     __slots__ = ("array", "storage", "__weakref__")
     xp = np
     device = None  # set by subclasses
+    multi_device = False  # True where Mats of one class may live on different devices
 
     def __init__(self, array, storage: Storage | None = None) -> None:
         self.array = array
@@ -328,6 +329,19 @@ class ArrayMat(NNKernelsMixin):
     def bitwise_xor(self, other):
         return self._new(self.xp.bitwise_xor(self.array, other.array))
 
+    # Fused activation gradients (one pass instead of a chain of small kernels); self
+    # is the incoming gradient and ``out`` the activation's output.
+    def tanh_grad(self, out):
+        y = out.array
+        return self._new(self.array * (1 - y * y))
+
+    def sigmoid_grad(self, out):
+        y = out.array
+        return self._new(self.array * y * (1 - y))
+
+    def relu_grad(self, out):
+        return self._new(self.array * (out.array > 0))
+
     def where(self, a, b):
         """``a`` where this (boolean) Mat is true, else ``b``."""
         return self._new(self.xp.where(self.array, a.array, b.array))
@@ -583,9 +597,7 @@ class ArrayMat(NNKernelsMixin):
 
 
 def _erf_approx(xp, x):
-    # Abramowitz-Stegun 7.1.26 is too coarse for gradcheck; use math.erf elementwise on
-    # the host for array modules without a special.erf.
-    import math
+    # Array modules without a special.erf use the vectorised Cephes kernel.
+    from nnkit.backends.nn_kernels import erf_array
 
-    host = np.asarray(x)
-    return xp.asarray(np.vectorize(math.erf, otypes=[host.dtype])(host))
+    return erf_array(xp, x)

@@ -26,14 +26,24 @@ def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
         value = value.item()
     if not is_scalar(value):
         raise TypeError(f"{op}: unsupported operand type {type(value).__name__}")
-    kind = like.dtype.kind
+    kind = like.array.dtype.kind
     if isinstance(value, bool):
-        dtype = like.dtype
+        dtype = like.array.dtype
     elif isinstance(value, numbers.Integral):
-        dtype = like.dtype if kind in "fiu" else np.dtype(np.int64)
+        dtype = like.array.dtype if kind in "fiu" else np.dtype(np.int64)
     else:
-        dtype = like.dtype if kind == "f" else _dt.get_default_dtype().np
-    return type(like).scalar(value, dtype)
+        dtype = like.array.dtype if kind == "f" else _dt.get_default_dtype().np
+    key = (like.__class__, value.__class__, value, dtype)
+    hit = _scalar_cache.get(key)
+    if hit is None:
+        if len(_scalar_cache) > 512:
+            _scalar_cache.clear()
+        # Cached 0-d Mats are only ever read (operands), never written.
+        hit = _scalar_cache[key] = like.__class__.scalar(value, dtype)
+    return hit
+
+
+_scalar_cache: dict = {}
 
 
 def as_mat_pair(a, b, op: str):

@@ -8,7 +8,7 @@ scalar operand takes the tensor's dtype (a float scalar never upcasts float32).
 from __future__ import annotations
 
 from nnkit.autograd.function import Op
-from nnkit.autograd.ops._util import as_mat_pair, float_mat
+from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar
 from nnkit.autograd.ops.shape import cast, sum_to
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "expm1", "log",
@@ -29,7 +29,8 @@ def _reduce(grad, meta):
 
 
 def _meta(a, b, ctx):
-    ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
+    if ctx.needs_input_grad:  # skipped when no graph is recorded
+        ctx.meta = ((a.array.shape, a.array.dtype), (b.array.shape, b.array.dtype))
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -54,7 +55,7 @@ def add(input, other, *, alpha=1):
         ShapeError: if the shapes do not broadcast (the message names both).
     """
     if alpha != 1:
-        other = mul(other, alpha)
+        other = other * alpha if is_scalar(other) else mul(other, alpha)
     return Add.apply(input, other)
 
 
@@ -75,7 +76,7 @@ class Sub(Op):
 def sub(input, other, *, alpha=1):
     """``input - alpha * other``, broadcasting."""
     if alpha != 1:
-        other = mul(other, alpha)
+        other = other * alpha if is_scalar(other) else mul(other, alpha)
     return Sub.apply(input, other)
 
 
@@ -208,8 +209,8 @@ Rsqrt = _unary("Rsqrt", "rsqrt", lambda g, out: g * (-0.5) * out * out * out)
 Sin = _unary("Sin", "sin", lambda g, x: g * cos(x), save="in")
 Cos = _unary("Cos", "cos", lambda g, x: -g * sin(x), save="in")
 Tan = _unary("Tan", "tan", lambda g, out: g * (out * out + 1))
-Tanh = _unary("Tanh", "tanh", lambda g, out: g * (1 - out * out))
-Sigmoid = _unary("Sigmoid", "sigmoid", lambda g, out: g * out * (1 - out))
+Tanh = _unary("Tanh", "tanh", lambda g, out: TanhGrad.apply(g, out))
+Sigmoid = _unary("Sigmoid", "sigmoid", lambda g, out: SigmoidGrad.apply(g, out))
 Reciprocal = _unary("Reciprocal", "reciprocal", lambda g, out: -g * out * out)
 Softplus = _unary("Softplus", "softplus", lambda g, x: g * sigmoid(x), save="in")
 Erf = _unary("Erf", "erf",
@@ -307,7 +308,49 @@ class ReLU(Op):
     @staticmethod
     def backward(ctx, grad_output):
         (out,) = ctx.saved_tensors
-        return grad_output * (out > 0)
+        return ReLUGrad.apply(grad_output, out)
+
+
+class TanhGrad(Op):
+    """``g * (1 - y²)``: tanh's backward as one kernel (y = tanh's output)."""
+
+    @staticmethod
+    def forward(ctx, g, y):
+        ctx.save_for_backward(g, y)
+        return g.tanh_grad(y)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        g, y = ctx.saved_tensors
+        return grad_output * (1 - y * y), grad_output * g * y * -2
+
+
+class SigmoidGrad(Op):
+    """``g * y * (1 - y)``: sigmoid's backward as one kernel (y = sigmoid's output)."""
+
+    @staticmethod
+    def forward(ctx, g, y):
+        ctx.save_for_backward(g, y)
+        return g.sigmoid_grad(y)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        g, y = ctx.saved_tensors
+        return grad_output * y * (1 - y), grad_output * g * (1 - y * 2)
+
+
+class ReLUGrad(Op):
+    """``g * (y > 0)``: relu's backward as one kernel (y = relu's output)."""
+
+    @staticmethod
+    def forward(ctx, g, y):
+        ctx.save_for_backward(y)
+        return g.relu_grad(y)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        return grad_output * (y > 0), None
 
 
 def relu(input):

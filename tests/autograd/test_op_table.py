@@ -1,0 +1,146 @@
+"""Op-table driven tests: forward vs NumPy, gradcheck, gradgradcheck, non-differentiability.
+
+Rows come from ``tests/optable_core.py`` (tensor ops) and ``tests/optable_nn.py``
+(neural-network functional ops). A new op is one row there.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import nnkit
+from nnkit.autograd import gradcheck, gradgradcheck
+from tests.opspec import OpSpec, Sample
+
+from tests.optable_core import OPS as CORE_OPS
+
+try:
+    from tests.optable_nn import OPS as NN_OPS
+except ImportError:  # the nn table is optional until the layers land
+    NN_OPS = []
+
+ALL_OPS: list[OpSpec] = CORE_OPS + NN_OPS
+
+
+def _params(kind):
+    out = []
+    for spec in ALL_OPS:
+        if kind == "diff" and not spec.differentiable:
+            continue
+        if kind == "nondiff" and spec.differentiable:
+            continue
+        if kind == "gradgrad" and not (spec.differentiable and spec.gradgrad):
+            continue
+        rng = np.random.default_rng(zlib.crc32(spec.name.encode()))
+        for k, s in enumerate(spec.samples(rng)):
+            out.append(pytest.param(spec, s, id=f"{spec.name}-{k}{'-' + s.desc if s.desc else ''}"))
+    return out
+
+
+def _is_float_array(a) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _diff_idx(sample: Sample):
+    if sample.diff is not None:
+        return set(sample.diff)
+    return {k for k, a in enumerate(sample.args) if _is_float_array(a)}
+
+
+def _layout(arr: np.ndarray, layout: str, device, dtype):
+    """A tensor with ``arr``'s values in the requested memory layout."""
+    if layout == "noncontig" and arr.ndim >= 1:
+        wide = np.repeat(arr, 2, axis=-1)
+        return nnkit.tensor(wide, dtype=dtype, device=device)[..., ::2]
+    if layout == "transposed" and arr.ndim >= 2:
+        return nnkit.tensor(np.ascontiguousarray(np.swapaxes(arr, -1, -2)), dtype=dtype,
+                            device=device).transpose(-1, -2)
+    return nnkit.tensor(arr, dtype=dtype, device=device)
+
+
+def _make_args(sample: Sample, device, float_dtype, layout="contig", grad=True):
+    diff = _diff_idx(sample)
+    args = []
+    for k, a in enumerate(sample.args):
+        if isinstance(a, np.ndarray):
+            dt = float_dtype if a.dtype.kind == "f" else None
+            t = _layout(a, layout, device, dt) if a.dtype.kind == "f" else nnkit.tensor(
+                a, device=device)
+            if grad and k in diff:
+                t.requires_grad_(True)
+            args.append(t)
+        else:
+            args.append(a)
+    return args
+
+
+def _call(spec, sample, args):
+    return spec.fn(*args, **sample.kwargs)
+
+
+def _to_numpy(out):
+    if isinstance(out, (tuple, list)):
+        return [_to_numpy(o) for o in out]
+    return np.asarray(out.detach().cpu().numpy())
+
+
+@pytest.mark.parametrize("spec,sample", _params("all"))
+def test_forward_matches_numpy(spec, sample, device):
+    if spec.ref is None:
+        pytest.skip("no NumPy reference for this op")
+    args = _make_args(sample, device, nnkit.float64, grad=False)
+    got = _to_numpy(_call(spec, sample, args))
+    ref_args = [a.astype(np.float64) if _is_float_array(a) else a for a in sample.args]
+    want = spec.ref(*ref_args, **sample.kwargs)
+    got, want = (got, want) if isinstance(got, list) else ([got], [want])
+    for g, w in zip(got, want):
+        w = np.asarray(w)
+        assert g.shape == w.shape, f"{spec.name}: shape {g.shape} != reference {w.shape}"
+        np.testing.assert_allclose(g, w, atol=spec.atol, rtol=spec.rtol)
+
+
+@pytest.mark.parametrize("layout", ["contig", "noncontig", "transposed"])
+@pytest.mark.parametrize("spec,sample", _params("diff"))
+def test_gradcheck(spec, sample, layout, device):
+    if layout != "contig" and not sample.noncontig:
+        pytest.skip("sample opts out of non-contiguous layouts")
+    args = _make_args(sample, device, nnkit.float64, layout)
+    if layout != "contig" and not any(
+            isinstance(a, nnkit.Tensor) and a.requires_grad and not a.is_contiguous()
+            for a in args):
+        pytest.skip("no input of this sample has a non-contiguous form in this layout")
+    if spec.random:
+        def fn(*a):
+            nnkit.manual_seed(7)
+            return _call(spec, sample, a)
+    else:
+        def fn(*a):
+            return _call(spec, sample, a)
+    assert gradcheck(fn, tuple(args), atol=spec.grad_atol, rtol=spec.grad_rtol)
+
+
+@pytest.mark.parametrize("layout", ["contig", "noncontig"])
+@pytest.mark.parametrize("spec,sample", _params("gradgrad"))
+def test_gradgradcheck(spec, sample, layout, device):
+    if layout != "contig" and not sample.noncontig:
+        pytest.skip("sample opts out of non-contiguous layouts")
+    args = _make_args(sample, device, nnkit.float64, layout)
+    if spec.random:
+        def fn(*a):
+            nnkit.manual_seed(7)
+            return _call(spec, sample, a)
+    else:
+        def fn(*a):
+            return _call(spec, sample, a)
+    assert gradgradcheck(fn, tuple(args), atol=spec.grad_atol, rtol=spec.grad_rtol)
+
+
+@pytest.mark.parametrize("spec,sample", _params("nondiff"))
+def test_nondifferentiable_has_no_grad_fn(spec, sample, device):
+    args = _make_args(sample, device, nnkit.float64)
+    out = _call(spec, sample, args)
+    for o in (out if isinstance(out, (tuple, list)) else [out]):
+        assert o.grad_fn is None and not o.requires_grad
