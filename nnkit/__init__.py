@@ -10,20 +10,58 @@ from __future__ import annotations
 import importlib
 
 from nnkit import autograd
-from nnkit.autograd import Function, ShapeError, Tensor
-from nnkit.autograd.factories import (arange, as_tensor, empty, empty_like, eye, from_dlpack,
-                                      from_numpy, full, full_like, linspace, ones, ones_like,
-                                      rand, rand_like, randint, randn, randn_like, randperm,
-                                      tensor, zeros, zeros_like)
-from nnkit.autograd.grad_mode import (detect_anomaly, enable_grad, inference_mode,
-                                      is_grad_enabled, is_inference_mode_enabled, no_grad,
-                                      set_detect_anomaly, set_grad_enabled)
+from nnkit.autograd import Function, ShapeError, Tensor, checkpoint
+from nnkit.autograd.factories import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from nnkit.autograd.grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
 from nnkit.autograd.ops import *  # noqa: F401,F403
 from nnkit.autograd.ops import __all__ as _ops_all
 from nnkit.autograd.printing import set_printoptions
 from nnkit.backends.device import Device, device
-from nnkit.backends.dtypes import (DType, bool_, float16, float32, float64, get_default_dtype,
-                                   int8, int16, int32, int64, set_default_dtype, uint8)
+from nnkit.backends.dtypes import (
+    DType,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
 from nnkit.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 
 __version__ = "0.1.0"
@@ -49,7 +87,7 @@ def __getattr__(name: str):
 
 
 __all__ = sorted(set(_ops_all) | {
-    "Tensor", "Function", "ShapeError", "autograd", "tensor", "as_tensor", "from_numpy",
+    "Tensor", "Function", "ShapeError", "autograd", "checkpoint", "tensor", "as_tensor", "from_numpy",
     "from_dlpack", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",
     "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
     "rand_like", "randn_like", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",

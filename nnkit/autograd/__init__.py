@@ -1,11 +1,19 @@
 """nnkit's define-by-run autograd: Tensor, Function, the backward engine, grad modes."""
 
 from nnkit.autograd import graph
+from nnkit.autograd.checkpoint import checkpoint, checkpoint_sequential
 from nnkit.autograd.engine import run_backward
 from nnkit.autograd.function import Function, Node, ShapeError
-from nnkit.autograd.grad_mode import (detect_anomaly, enable_grad, inference_mode,
-                                      is_anomaly_enabled, is_grad_enabled, no_grad,
-                                      set_detect_anomaly, set_grad_enabled)
+from nnkit.autograd.grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
 from nnkit.autograd.gradcheck import gradcheck, gradgradcheck
 from nnkit.autograd.tensor import Tensor, _install_methods
 
@@ -14,7 +22,7 @@ _install_methods()
 __all__ = ["Tensor", "Function", "Node", "ShapeError", "backward", "grad", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
-           "gradgradcheck", "graph"]
+           "gradgradcheck", "graph", "checkpoint", "checkpoint_sequential"]
 
 
 def _as_list(x):
