@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.grad_mode import enable_grad, no_grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -172,7 +172,16 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
     n_in = len(inputs)
 
     def first_grad(*args):
-        xs, vs = args[:n_in], args[n_in:]
+        # The finite differences call this under no_grad with detached inputs: the
+        # first derivative still needs a graph, so re-attach the inputs and record it.
+        xs, vs = list(args[:n_in]), args[n_in:]
+        with enable_grad():
+            for k in diff:
+                if not xs[k].requires_grad:
+                    xs[k] = xs[k].detach().requires_grad_(True)
+            return _first_grad(xs, vs)
+
+    def _first_grad(xs, vs):
         ys = [o for o in _outputs(fn, xs)]
         pairs = [(y, v) for y, v in zip(ys, vs) if y.requires_grad]
         if not pairs:

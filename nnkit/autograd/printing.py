@@ -126,7 +126,6 @@ def tensor_str(t) -> str:
 def tensor_repr(t) -> str:
     """A compact PyTorch-like form: ``tensor([1., 2.], requires_grad=True)``."""
     arr = np.asarray(t._impl.data.to_numpy())
-    text = _body(arr).replace("\n", "\n       ")
     extra = []
     if t.dtype.name not in ("float32", "int64", "bool"):
         extra.append(f"dtype={t.dtype!r}")
@@ -136,6 +135,8 @@ def tensor_repr(t) -> str:
         extra.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         extra.append("requires_grad=True")
-    if arr.ndim >= 3:
-        return f"tensor(shape={list(t.shape)}, " + ", ".join(extra + [f"\n{text})"])
+    if arr.ndim >= 3:  # the slices go below a header line, unindented
+        head = ", ".join([f"shape={list(t.shape)}"] + extra)
+        return f"tensor({head},\n{_body(arr)})"
+    text = _body(arr).replace("\n", "\n       ")
     return "tensor(" + ", ".join([text] + extra) + ")"

@@ -28,8 +28,13 @@ class TensorImpl:
         output_nr: which output of ``grad_fn`` this tensor is.
     """
 
-    __slots__ = ("data", "grad", "grad_fn", "requires_grad", "output_nr", "hooks",
-                 "post_hooks", "_grad_acc", "_base", "__weakref__")
+    __slots__ = ("data", "grad", "grad_fn", "requires_grad", "output_nr", "__dict__",
+                 "__weakref__")
+    # Rarely set: class defaults, overridden in the (lazily allocated) instance dict.
+    hooks = None
+    post_hooks = None
+    _grad_acc = None
+    _base = None
 
     def __init__(self, data, requires_grad: bool = False) -> None:
         self.data = data
@@ -37,10 +42,6 @@ class TensorImpl:
         self.grad_fn = None
         self.requires_grad = requires_grad
         self.output_nr = 0
-        self.hooks = None
-        self.post_hooks = None
-        self._grad_acc = None
-        self._base = None
 
 
 class Tensor:

@@ -79,7 +79,8 @@ def device(spec=None) -> Device:
         get_mat_class(dev)  # raises a clear error without CuPy or a GPU
         n = device_count()
         if dev.index >= n:
-            raise RuntimeError(f"nnkit: device {spec!r} does not exist ({n} CUDA device(s) visible)")
+            raise RuntimeError(
+                f"nnkit: device {spec!r} does not exist ({n} CUDA device(s) visible)")
     _cache[spec] = dev
     return dev
 

@@ -219,7 +219,7 @@ class ArrayMat(NNKernelsMixin):
 
     def erf(self):
         xp = self.xp
-        if hasattr(xp, "special") and hasattr(getattr(xp, "special"), "erf"):
+        if hasattr(xp, "special") and hasattr(xp.special, "erf"):
             return self._new(xp.special.erf(self.array))
         return self._new(_erf_approx(xp, self.array))
 

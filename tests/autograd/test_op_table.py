@@ -14,7 +14,6 @@ import pytest
 import nnkit
 from nnkit.autograd import gradcheck, gradgradcheck
 from tests.opspec import OpSpec, Sample
-
 from tests.optable_core import OPS as CORE_OPS
 
 try:
@@ -100,6 +99,26 @@ def test_forward_matches_numpy(spec, sample, device):
         w = np.asarray(w)
         assert g.shape == w.shape, f"{spec.name}: shape {g.shape} != reference {w.shape}"
         np.testing.assert_allclose(g, w, atol=spec.atol, rtol=spec.rtol)
+
+
+@pytest.mark.parametrize("spec,sample", _params("all"))
+def test_forward_float32_keeps_dtype(spec, sample, device):
+    """float32 inputs give float32 results (no silent upcast), within float32 tolerances."""
+    if spec.ref is None or spec.random:
+        pytest.skip("no NumPy reference for this op")
+    if not any(_is_float_array(a) for a in sample.args):
+        pytest.skip("no floating input")
+    args = _make_args(sample, device, nnkit.float32, grad=False)
+    got = _call(spec, sample, args)
+    outs = got if isinstance(got, (tuple, list)) else [got]
+    for o in outs:
+        if o.dtype.is_floating_point:
+            assert o.dtype == nnkit.float32, f"{spec.name}: float32 inputs gave {o.dtype}"
+    ref_args = [a.astype(np.float64) if _is_float_array(a) else a for a in sample.args]
+    want = spec.ref(*ref_args, **sample.kwargs)
+    want = want if isinstance(got, (tuple, list)) else [want]
+    for o, w in zip(_to_numpy(list(outs)), want):
+        np.testing.assert_allclose(o, np.asarray(w), atol=spec.atol * 10, rtol=spec.rtol * 10)
 
 
 @pytest.mark.parametrize("layout", ["contig", "noncontig", "transposed"])

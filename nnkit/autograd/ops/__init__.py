@@ -5,8 +5,22 @@ ops) with the public lowercase function right below. This package re-exports the
 functions and lists which of them are also Tensor methods.
 """
 
-from nnkit.autograd.factories import (bool, cpu, cuda, double, float, half, int, long,
-                                      new_full, new_ones, new_tensor, new_zeros, to, type_as)
+from nnkit.autograd.factories import (
+                                      bool,
+                                      cpu,
+                                      cuda,
+                                      double,
+                                      float,
+                                      half,
+                                      int,
+                                      long,
+                                      new_full,
+                                      new_ones,
+                                      new_tensor,
+                                      new_zeros,
+                                      to,
+                                      type_as,
+)
 from nnkit.autograd.ops.elementwise import *  # noqa: F401,F403
 from nnkit.autograd.ops.elementwise import __all__ as _ew
 from nnkit.autograd.ops.indexing import *  # noqa: F401,F403

@@ -47,13 +47,25 @@ _scalar_cache: dict = {}
 
 
 def as_mat_pair(a, b, op: str):
-    """Both operands of a binary op as Mats (one of them may be a Python number)."""
+    """Both operands of a binary op as Mats (one of them may be a Python number).
+
+    Promotion follows PyTorch's categories: an integer or bool operand meeting a
+    floating one takes the floating dtype (int64 tensor + 1.5 is float32, int64 tensor
+    + float32 tensor is float32); within a category NumPy's rules apply.
+    """
     if not isinstance(a, ArrayMat):
         if not isinstance(b, ArrayMat):
             raise TypeError(f"{op}: expected at least one tensor operand")
-        return scalar_mat(a, b, op), b
-    if not isinstance(b, ArrayMat):
-        return a, scalar_mat(b, a, op)
+        a = scalar_mat(a, b, op)
+    elif not isinstance(b, ArrayMat):
+        b = scalar_mat(b, a, op)
+    da, db = a.array.dtype, b.array.dtype
+    if da is not db and da != db:
+        fa, fb = da.kind == "f", db.kind == "f"
+        if fa and not fb:
+            b = b.astype(da)
+        elif fb and not fa:
+            a = a.astype(db)
     return a, b
 
 

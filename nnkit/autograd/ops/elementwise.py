@@ -25,7 +25,7 @@ def _reduce(grad, meta):
     """Bring ``grad`` back to an input's (shape, dtype)."""
     shape, dtype = meta
     g = sum_to(grad, shape)
-    return g if g._impl.data.dtype == dtype else cast(g, dtype.name if dtype != bool else "bool")
+    return g if g._impl.data.dtype == dtype else cast(g, dtype)
 
 
 def _meta(a, b, ctx):

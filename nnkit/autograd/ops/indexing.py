@@ -51,12 +51,34 @@ def normalize_index(x, index, op="getitem") -> tuple:
     if not isinstance(index, tuple):
         index = (index,)
     out = []
+    dim = 0  # the tensor dimension the next item indexes (until an Ellipsis)
     for item in index:
-        out.extend(_index_item(item, x, op))
+        parts = _index_item(item, x, op)
+        if dim is not None and len(parts) >= 1 and _is_mask(item):
+            _check_mask(item, x.shape[dim:dim + len(parts)], dim, op)
+        if item is Ellipsis:
+            dim = None
+        elif dim is not None and item is not None:
+            dim += len(parts) if _is_mask(item) else 1
+        out.extend(parts)
     return tuple(out)
 
 
+def _is_mask(item) -> bool:
+    dt = getattr(item, "dtype", None)
+    return dt is not None and getattr(item, "ndim", 0) > 0 and str(dt) == "bool"
+
+
+def _check_mask(mask, dims, start, op):
+    if tuple(mask.shape) != tuple(dims):
+        raise IndexError(f"{op}: the shape of the boolean mask {tuple(mask.shape)} does not "
+                         f"match the indexed dimensions {tuple(dims)} starting at dimension "
+                         f"{start}")
+
+
 class GetItem(Op):
+    _view_op = True  # the output may view the input's memory
+
     @staticmethod
     def forward(ctx, x, idx):
         ctx.in_shape, ctx.idx = x.shape, idx
@@ -146,8 +168,9 @@ def setitem(x, index, value) -> None:
         apply_inplace(x, "setitem", lambda snap: IndexPut.apply(snap, v, idx, False),
                       lambda m: m.setitem(idx, v._impl.data), others=(v,))
     except (IndexError, ValueError) as exc:
-        raise type(exc)(f"setitem: {exc} (tensor shape {tuple(x.shape)}, value shape "
-                        f"{tuple(v.shape)})") from None
+        kind = IndexError if isinstance(exc, IndexError) else ShapeError
+        raise kind(f"setitem: {exc} (tensor shape {tuple(x.shape)}, value shape "
+                   f"{tuple(v.shape)})") from None
 
 
 def _check_gather(x, dim, index, op):

@@ -38,7 +38,11 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
 
     impl = x._impl
     if not (state.grad_enabled and (impl.requires_grad or any(_requires(o) for o in others))):
-        fast_fn(impl.data)
+        try:
+            fast_fn(impl.data)
+        except ValueError as exc:
+            _raise_if_read_only(name, exc)
+            raise
         return x
     if impl.grad_fn is None and impl.requires_grad:
         raise RuntimeError(f"{name}: a leaf tensor that requires grad is being used in an "
@@ -50,10 +54,21 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
     old = TensorImpl(impl.data.copy() if clone_self else impl.data, impl.requires_grad)
     old.grad_fn, old.output_nr, old._grad_acc = impl.grad_fn, impl.output_nr, impl._grad_acc
     out = graph_fn(Tensor._wrap(old))
-    impl.data.copy_(out._impl.data)
+    try:
+        impl.data.copy_(out._impl.data)
+    except ValueError as exc:
+        _raise_if_read_only(name, exc)
+        raise
     impl.grad_fn, impl.output_nr = out._impl.grad_fn, out._impl.output_nr
     impl.requires_grad = out._impl.requires_grad
     return x
+
+
+def _raise_if_read_only(name, exc) -> None:
+    if "read-only" in str(exc):
+        raise RuntimeError(f"{name}: cannot write into an expanded (broadcast) tensor: several "
+                           "of its elements share one memory location; clone() it first") \
+            from None
 
 
 def _check_binary(x, other, name):
@@ -151,7 +166,7 @@ def fill_(x, value):
             raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape "
                                f"{list(value.shape)}")
         return copy_(x, value.reshape(()).expand(x.shape))
-    return apply_inplace(x, "fill_", lambda old: old * 0 + value, lambda m: m.fill_(value))
+    return apply_inplace(x, "fill_", lambda old: _replaced(old, value), lambda m: m.fill_(value))
 
 
 def copy_(x, src):
@@ -173,10 +188,22 @@ def copy_(x, src):
         m.copy_(s if s.device == m.device else s.to_device(m.device))
 
     def graph(old):
-        s = src.to(x.device).to(x.dtype)
-        return ew.add(old * 0, s)
+        return _replaced(old, src.to(x.device).to(x.dtype))
 
     return apply_inplace(x, "copy_", graph, fast, (src,))
+
+
+def _replaced(old, value):
+    """``value`` broadcast to ``old``'s shape, with a zero gradient for ``old``.
+
+    Built with ``where`` on an all-False mask, which saves no copy of ``old`` (``old * 0``
+    would save it, and the write-back would then invalidate it) and stays finite when
+    ``old`` holds inf or nan.
+    """
+    from nnkit.autograd.factories import zeros
+
+    keep = zeros(old.shape, dtype="bool", device=old.device)
+    return ew.where(keep, old, value)
 
 
 def _via_copy(x, name, fn, others=(), clone_self=True):
@@ -246,7 +273,8 @@ def uniform_(x, a: float = 0.0, b: float = 1.0):
 
     m = x._impl.data
     draw = type(m).uniform(a, b, m.shape, m.dtype, default_generator())
-    return apply_inplace(x, "uniform_", lambda old: old * 0 + _t(draw), lambda mm: mm.copy_(draw))
+    return apply_inplace(x, "uniform_", lambda old: _replaced(old, _t(draw)),
+                         lambda mm: mm.copy_(draw))
 
 
 def normal_(x, mean: float = 0.0, std: float = 1.0):
@@ -257,7 +285,8 @@ def normal_(x, mean: float = 0.0, std: float = 1.0):
     draw = type(m).randn(m.shape, m.dtype, default_generator())
     if std != 1.0 or mean != 0.0:
         draw = draw.mul(type(m).scalar(std, m.dtype)).add(type(m).scalar(mean, m.dtype))
-    return apply_inplace(x, "normal_", lambda old: old * 0 + _t(draw), lambda mm: mm.copy_(draw))
+    return apply_inplace(x, "normal_", lambda old: _replaced(old, _t(draw)),
+                         lambda mm: mm.copy_(draw))
 
 
 def _t(mat):

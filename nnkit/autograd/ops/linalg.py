@@ -55,8 +55,8 @@ def matmul(input, other):
     out = MatMul.apply(a, b)
     if other.ndim == 1:
         out = out.squeeze(-1)
-    if input.ndim == 1:
-        out = out.squeeze(-2)
+    if input.ndim == 1:  # the row added to a 1-d input is now the last or second-last dim
+        out = out.squeeze(-1 if other.ndim == 1 else -2)
     return out
 
 

@@ -36,6 +36,8 @@ def broadcast_shapes(*shapes) -> tuple:
 
 
 class SumTo(Op):
+    _view_op = True  # the output may view the input's memory
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
@@ -63,6 +65,8 @@ def sum_to(x, shape):
 
 
 class Expand(Op):
+    _view_op = True  # the output may view the input's memory
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
@@ -123,6 +127,8 @@ def _infer_shape(shape: tuple, numel: int, op: str) -> tuple:
 
 
 class Reshape(Op):
+    _view_op = True  # the output may view the input's memory
+
     @staticmethod
     def forward(ctx, x, shape, require_view):
         ctx.in_shape = x.shape
@@ -192,6 +198,8 @@ def atleast_2d(x):
 
 
 class Permute(Op):
+    _view_op = True  # the output may view the input's memory
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -373,6 +381,8 @@ def unbind(x, dim: int = 0):
 
 
 class Flip(Op):
+    _view_op = True  # the output may view the input's memory
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
