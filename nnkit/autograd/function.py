@@ -363,11 +363,15 @@ class Op(Function):
             out = _forward_mats(cls, node, mats, kwargs, impls)
             if out.__class__ is tuple:
                 return _finish(cls, node, mats, impls, out, out, False)
-            return _finish(cls, node, mats, impls, (out,), (out,), True)
-        out = _forward_mats(cls, _NoGraphCtx(), mats, kwargs, impls)
-        if out.__class__ is tuple:
-            return tuple([None if m is None else _plain(cls, m, impls) for m in out])
-        return _plain(cls, out, impls)
+            res = _finish(cls, node, mats, impls, (out,), (out,), True)
+        else:
+            out = _forward_mats(cls, _NoGraphCtx(), mats, kwargs, impls)
+            if out.__class__ is tuple:
+                return tuple([None if m is None else _plain(m) for m in out])
+            res = _plain(out)
+        if cls._view_op:
+            _mark_view(res._impl, impls, (cls, tuple(mats[1:]), kwargs))
+        return res
 
 
 def _forward_mats(cls, ctx, mats, kwargs, impls):
@@ -381,22 +385,30 @@ def _forward_mats(cls, ctx, mats, kwargs, impls):
                          f"{exc}") from None
 
 
-def _plain(cls, m, impls):
+def _plain(m):
     """Wrap an output Mat that carries no graph."""
-    impl = TensorImpl(m, False)
-    if cls._view_op:
-        _mark_view(impl, m, impls)
     t = Tensor.__new__(Tensor)
-    t._impl = impl
+    t._impl = TensorImpl(m, False)
     return t
 
 
-def _mark_view(impl, m, impls) -> None:
-    """A view of an input remembers its base (so in-place checks can see it)."""
-    storage = m.storage
+def _mark_view(impl, impls, step) -> None:
+    """A view of an input remembers its base and how it was made from it.
+
+    ``step`` is ``(op class, non-tensor args, kwargs)``; the recipe (steps from the
+    base) lets an in-place op on the view be replayed on the base (see
+    ``ops/inplace.py``). User Functions give no step: their views get no recipe.
+    """
+    storage = impl.data.storage
     for i in impls:
         if i is not None and i.data.storage is storage:
-            impl._base = i._base or i
+            if i._base is None:
+                impl._base = i
+                impl._view_recipe = None if step is None else (step,)
+            else:
+                impl._base = i._base
+                parent = i._view_recipe
+                impl._view_recipe = None if step is None or parent is None else parent + (step,)
             return
 
 
@@ -425,7 +437,11 @@ def _check_devices(cls, mats) -> None:
 def _finish(cls, node, args, impls, outs, mats, single):
     """Wrap outputs; with a node, connect them to it and resolve the saved tensors."""
     if node is None:
-        res = tuple([None if m is None else _plain(cls, m, impls) for m in mats])
+        res = tuple([None if m is None else _plain(m) for m in mats])
+        if not cls._mat_forward:
+            for r in res:
+                if r is not None:
+                    _mark_view(r._impl, impls, None)
         return res[0] if single else res
     non_diff = node._non_diff
     results = []
@@ -437,8 +453,8 @@ def _finish(cls, node, args, impls, outs, mats, single):
         if non_diff and any(d is m or d is outs[k] for d in non_diff):
             diff = False
         impl = TensorImpl(m, diff)
-        if cls._view_op or not cls._mat_forward:
-            _mark_view(impl, m, impls)
+        if not cls._mat_forward:
+            _mark_view(impl, impls, None)
         if diff:
             impl.grad_fn = node
             impl.output_nr = k

@@ -34,7 +34,8 @@ class TensorImpl:
     hooks = None
     post_hooks = None
     _grad_acc = None
-    _base = None
+    _base = None  # for a view: the TensorImpl whose memory it views
+    _view_recipe = None  # for a view: the view ops that make it from _base
 
     def __init__(self, data, requires_grad: bool = False) -> None:
         self.data = data

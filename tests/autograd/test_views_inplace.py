@@ -266,3 +266,53 @@ def test_inplace_under_no_grad_on_leaf_parameter(device):
         w.sub_(w.grad, alpha=0.5)
         w[0] = 10.0
     assert w.tolist() == [10.0, 0.0, 0.0] and w.is_leaf and w.requires_grad
+
+
+# ---- in-place on views inside the graph (replayed on the base, as PyTorch's CopySlices)
+def test_inplace_on_view_updates_base_gradient(device):
+    w = nnkit.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    y = w * 1.0
+    y[1:].mul_(w[1:])
+    (y * nnkit.tensor([1.0, 10.0, 100.0], device=device)).sum().backward()
+    assert y.tolist() == [1.0, 4.0, 9.0]
+    assert w.grad.tolist() == [1.0, 40.0, 600.0]
+
+
+def test_augmented_assignment_on_slice(device):
+    x = nnkit.zeros(2, 3, device=device)
+    a = nnkit.tensor([5.0, 6.0], device=device, requires_grad=True)
+    x[:, 1:2] += a.reshape(2, 1)
+    (x * x).sum().backward()
+    assert x.tolist() == [[0.0, 5.0, 0.0], [0.0, 6.0, 0.0]]
+    assert a.grad.tolist() == [10.0, 12.0]
+
+
+def test_copy_into_view_of_constant_buffer(device):
+    a = nnkit.tensor([1.0, 2.0], device=device, requires_grad=True)
+    buf = nnkit.zeros(2, 2, device=device)
+    buf[1].copy_(a * 3)
+    buf.sum().backward()
+    assert buf.requires_grad and a.grad.tolist() == [3.0, 3.0]
+
+
+def test_view_regains_history_after_inplace(device):
+    x = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]], device=device, requires_grad=True)
+    y = x * 3
+    v = y.T[0]  # view of a view: the first column of y
+    v.add_(1)
+    (v * v).sum().backward()
+    assert v.tolist() == [4.0, 10.0]
+    assert x.grad.tolist() == [[24.0, 0.0], [60.0, 0.0]]
+
+
+def test_inplace_on_view_gradcheck(device):
+    def fn(x, w):
+        y = x * 1.0
+        y[:, 1].mul_(w)
+        y[0].add_(w.sum())
+        return y
+
+    x = nnkit.randn(3, 2, dtype=nnkit.float64, device=device, requires_grad=True)
+    w = nnkit.randn(3, dtype=nnkit.float64, device=device, requires_grad=True)
+    assert nnkit.autograd.gradcheck(fn, (x, w))
+    assert nnkit.autograd.gradgradcheck(fn, (x, w))

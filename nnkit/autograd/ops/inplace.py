@@ -3,12 +3,14 @@
 Outside the graph (``no_grad``, or nothing requires grad) they run directly on the
 Mat and bump its Storage version. Inside it, the op is computed out of place from a
 snapshot of the old value, written back, and the tensor's history is rebased onto
-the new node, as PyTorch does. In place on a leaf that requires grad, or on a view
-taking part in the graph, raises a clear error instead of giving wrong gradients.
+the new node, as PyTorch does. In place on a view while recording replays the
+view on its base (``ViewScatter``), so the base's gradient sees the write; in place
+on a leaf that requires grad raises a clear error.
 """
 
 from __future__ import annotations
 
+from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops import elementwise as ew
 from nnkit.autograd.ops._util import is_scalar
@@ -34,7 +36,6 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
         others: the other operands (to know whether the graph is recorded).
         clone_self: the op's backward needs the old value of ``x``.
     """
-    from nnkit.autograd.tensor import Tensor, TensorImpl
 
     impl = x._impl
     if not (state.grad_enabled and (impl.requires_grad or any(_requires(o) for o in others))):
@@ -48,12 +49,8 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
         raise RuntimeError(f"{name}: a leaf tensor that requires grad is being used in an "
                            "in-place operation; do it under nnkit.no_grad() or on a clone()")
     if impl._base is not None:
-        raise RuntimeError(f"{name}: in-place modification of a view of another tensor is not "
-                           "supported while recording gradients; modify the base tensor (e.g. "
-                           "base[index] = value) or clone() the view first")
-    old = TensorImpl(impl.data.copy() if clone_self else impl.data, impl.requires_grad)
-    old.grad_fn, old.output_nr, old._grad_acc = impl.grad_fn, impl.output_nr, impl._grad_acc
-    out = graph_fn(Tensor._wrap(old))
+        return _inplace_on_view(x, name, graph_fn, clone_self)
+    out = graph_fn(_snapshot(impl, clone_self))
     try:
         impl.data.copy_(out._impl.data)
     except ValueError as exc:
@@ -61,6 +58,75 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
         raise
     impl.grad_fn, impl.output_nr = out._impl.grad_fn, out._impl.output_nr
     impl.requires_grad = out._impl.requires_grad
+    return x
+
+
+def _snapshot(impl, clone: bool):
+    """A TensorImpl holding ``impl``'s current value and graph position."""
+    from nnkit.autograd.tensor import Tensor, TensorImpl
+
+    old = TensorImpl(impl.data.copy() if clone else impl.data, impl.requires_grad)
+    old.grad_fn, old.output_nr, old._grad_acc = impl.grad_fn, impl.output_nr, impl._grad_acc
+    return Tensor._wrap(old)
+
+
+def _replay(t, recipe):
+    """Apply a view's recipe (its view ops from the base) to the Tensor ``t``."""
+    for cls, args, kwargs in recipe:
+        t = cls.apply(t, *args, **kwargs)
+    return t
+
+
+def _replay_mat(m, recipe):
+    from nnkit.autograd.function import _NoGraphCtx
+
+    for cls, args, kwargs in recipe:
+        m = cls.forward(_NoGraphCtx(), m, *args, **kwargs)
+    return m
+
+
+class ViewScatter(Op):
+    """The base with the region a view recipe selects replaced by ``values``.
+
+    This is how an in-place op on a view enters the graph: the base's new value is
+    ``ViewScatter(old base, new view value)`` (PyTorch's CopySlices).
+    """
+
+    @staticmethod
+    def forward(ctx, base, values, recipe):
+        ctx.recipe = recipe
+        out = base.copy()
+        _replay_mat(out, recipe).copy_(values)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        region = _replay(grad_output, ctx.recipe)
+        g_base = ViewScatter.apply(grad_output, region * 0, ctx.recipe)
+        return g_base, region, None
+
+
+def _inplace_on_view(x, name, graph_fn, clone_self):
+    """In place on a view while recording: replay it on the base, rebase both."""
+    impl = x._impl
+    base = impl._base
+    recipe = impl._view_recipe
+    if recipe is None:
+        raise RuntimeError(f"{name}: in-place modification of a view made by a custom "
+                           "Function is not supported while recording gradients; clone() it")
+    if base.grad_fn is None and base.requires_grad:
+        raise RuntimeError(f"{name}: a view of a leaf tensor that requires grad is being used in "
+                           "an in-place operation; do it under nnkit.no_grad() or on a clone()")
+    old_base = _snapshot(base, clone_self)
+    new_view = graph_fn(_replay(old_base, recipe))
+    new_base = ViewScatter.apply(old_base, new_view, recipe)
+    impl.data.copy_(new_view._impl.data)  # writes through into the base's memory
+    base.grad_fn, base.output_nr = new_base._impl.grad_fn, new_base._impl.output_nr
+    base.requires_grad = True
+    from nnkit.autograd.tensor import Tensor
+
+    regen = _replay(Tensor._wrap(base), recipe)._impl
+    impl.grad_fn, impl.output_nr, impl.requires_grad = regen.grad_fn, regen.output_nr, True
     return x
 
 
