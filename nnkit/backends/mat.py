@@ -384,6 +384,14 @@ class ArrayMat(NNKernelsMixin):
     def all(self, axis=None, keepdims=False):
         return self._new(self.xp.all(self.array, axis=axis, keepdims=keepdims))
 
+    def logsumexp(self, axis=None):
+        """``log(sum(exp(x)))`` over ``axis`` (kept as size 1), shifted by the maximum."""
+        xp, a = self.xp, self.array
+        m = a.max(axis=axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros((), a.dtype))
+        with np.errstate(divide="ignore"):  # an all -inf row gives -inf, as it should
+            return self._new(xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m)
+
     def cumsum(self, axis):
         return self._new(self.xp.cumsum(self.array, axis=axis))
 

@@ -142,9 +142,11 @@ def _check_binary(x, other, name):
     from nnkit.autograd.ops.shape import broadcast_shapes
     from nnkit.autograd.tensor import Tensor
 
-    xk = x._impl.data.dtype.kind
+    xk = x._impl.data.array.dtype.kind
     if isinstance(other, Tensor):
-        ok = other._impl.data.dtype.kind
+        ok = other._impl.data.array.dtype.kind
+        if ok == xk and other._impl.data.array.shape == x._impl.data.array.shape:
+            return  # the common case (optimizer updates): nothing to check
         shape = broadcast_shapes(x.shape, other.shape)
         if shape != x.shape:
             raise RuntimeError(f"{name}: output with shape {list(x.shape)} doesn't match the "

@@ -219,14 +219,34 @@ def std(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
     return sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
 
 
+class LogSumExp(Op):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        x = float_mat(x)
+        out = x.logsumexp(dims)  # keepdims=True
+        if not keepdim:
+            out = out.reshape(_drop(x.shape, dims))
+        # Save the output itself (not a reshaped copy) so double backward sees it
+        # depend on x.
+        ctx.save_for_backward(x, out)
+        ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, out = ctx.saved_tensors
+        g = _unreduce(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim)
+        out = _unreduce(out, ctx.in_shape, ctx.dims, ctx.keepdim)
+        return g * exp(x - out), None, None
+
+
 def logsumexp(input, dim=None, keepdim: bool = False):
-    """``log(sum(exp(input), dim))``, computed stably by shifting by the maximum."""
-    dims = norm_dims(dim, input.ndim, "logsumexp")
-    with no_grad():
-        m = amax(input, dims, keepdim=True)
-        m = where(m.isfinite(), m, 0.0)
-    out = log(sum(exp(input - m), dims, keepdim=True)) + m
-    return out if keepdim else reshape(out, _drop(input.shape, dims))
+    """``log(sum(exp(input), dim))``, computed stably by shifting by the maximum.
+
+    The gradient is ``softmax(input)`` along ``dim``; rows that are all ``-inf``
+    give ``-inf`` (no NaN).
+    """
+    return LogSumExp.apply(input, norm_dims(dim, input.ndim, "logsumexp"), keepdim)
 
 
 def norm(input, p=2, dim=None, keepdim: bool = False):
