@@ -22,101 +22,137 @@ import numpy as np
 __all__ = ["NNKernelsMixin", "erf_array"]
 
 
-def _window_view(xp, a, kernel, stride, dilation):
-    """``(N, C, *out, *kernel)`` view of ``a`` ``(N, C, *S)`` (no copy)."""
-    n, c = a.shape[:2]
-    spatial, st = a.shape[2:], a.strides[2:]
+def _last(a):
+    """``(N, C, *S)`` -> the channels-last view ``(N, *S, C)``."""
+    return a.transpose((0,) + tuple(range(2, a.ndim)) + (1,))
+
+
+def _first(a):
+    """``(N, *S, C)`` -> the ``(N, C, *S)`` view."""
+    return a.transpose((0, a.ndim - 1) + tuple(range(1, a.ndim - 1)))
+
+
+def _cl_padded(xp, a, pads, value=0.0):
+    """Channels-last view of ``a`` ``(N, C, *S)``, padded (a channels-last copy) if asked."""
+    v = _last(a)
+    if not any(lo or hi for lo, hi in pads):
+        return v
+    return xp.pad(v, ((0, 0),) + tuple(pads) + ((0, 0),), mode="constant",
+                  constant_values=value)
+
+
+def _cl_windows(xp, v, kernel, stride, dilation):
+    """``(N, *out, *kernel, C)`` view of a channels-last ``v`` ``(N, *S, C)``."""
+    spatial, st = v.shape[1:-1], v.strides[1:-1]
     out = tuple((s - d * (k - 1) - 1) // t + 1
                 for s, k, t, d in zip(spatial, kernel, stride, dilation))
-    strides = a.strides[:2] + tuple(t * s for t, s in zip(stride, st)) + tuple(
-        d * s for d, s in zip(dilation, st))
-    return xp.lib.stride_tricks.as_strided(a, (n, c) + out + tuple(kernel), strides)
+    strides = (v.strides[0],) + tuple(t * s for t, s in zip(stride, st)) + tuple(
+        d * s for d, s in zip(dilation, st)) + (v.strides[-1],)
+    shape = (v.shape[0],) + out + tuple(kernel) + (v.shape[-1],)
+    return xp.lib.stride_tricks.as_strided(v, shape, strides)
 
 
-def _offset_slices(offset, out, stride, dilation):
-    """Slices of a padded input hit by kernel ``offset`` (one per spatial dim)."""
-    return tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
-                 for k, o, s, d in zip(offset, out, stride, dilation))
+def _offsets(kernel, out, stride, dilation):
+    """``(k, slices)``: each kernel offset and the channels-last slices it reads."""
+    for k, off in enumerate(itertools.product(*(range(n) for n in kernel))):
+        yield k, (slice(None),) + tuple(
+            slice(o * d, o * d + (m - 1) * s + 1, s)
+            for o, m, s, d in zip(off, out, stride, dilation))
+
+
+def _disjoint(kernel, stride, dilation):
+    return all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
 
 
 class NNKernelsMixin:
+    """Convolution, pooling, softmax and erf kernels of a Mat.
+
+    Spatial kernels compute in channels-last order: an ``(N, C, *S)`` Mat is read
+    through its ``(N, *S, C)`` view and results are allocated channels-last, then
+    returned as ``(N, C, *out)`` views. Channel runs are then contiguous, which makes
+    the im2col copy and the per-offset pooling passes streaming, and a network of
+    conv / relu / pool keeps that layout from op to op without transposing copies.
+    """
+
     __slots__ = ()
 
-    # ---------------------------------------------------------------- helpers
-    def _padded(self, pads, value=0.0):
-        a = self.array
-        if not any(lo or hi for lo, hi in pads):
-            return a
-        return self.xp.pad(a, ((0, 0), (0, 0)) + tuple(pads), mode="constant",
-                           constant_values=value)
-
-    def _zeros_padded(self, in_shape, pads, dtype):
-        shape = tuple(in_shape[:2]) + tuple(
-            s + lo + hi for s, (lo, hi) in zip(in_shape[2:], pads))
-        return self.xp.zeros(shape, dtype=dtype)
+    def _cl_zeros(self, in_shape, pads, dtype):
+        n, c = in_shape[:2]
+        return self.xp.zeros((n,) + tuple(s + lo + hi for s, (lo, hi) in
+                                          zip(in_shape[2:], pads)) + (c,), dtype=dtype)
 
     @staticmethod
-    def _crop(a, pads):
-        idx = (slice(None), slice(None)) + tuple(
-            slice(lo, a.shape[2 + k] - hi) for k, (lo, hi) in enumerate(pads))
-        return a[idx]
+    def _cl_crop(res, pads):
+        idx = (slice(None),) + tuple(slice(lo, res.shape[1 + k] - hi)
+                                     for k, (lo, hi) in enumerate(pads))
+        return _first(res[idx])
 
     # ------------------------------------------------------------ convolution
     def conv_im2col(self, kernel, stride, dilation, pads, groups):
-        """Columns ``(G, C/G * prod(kernel), N * prod(out))`` of this ``(N, C, *S)`` Mat."""
+        """Columns ``(G, N * prod(out), prod(kernel) * C/G)`` (one copy) of this input."""
         xp = self.xp
-        win = _window_view(xp, self._padded(pads), kernel, stride, dilation)
-        n, c = win.shape[:2]
-        nd = len(kernel)
-        out = win.shape[2:2 + nd]
-        win = win.reshape((n, groups, c // groups) + win.shape[2:])
-        # (G, Cg, *kernel, N, *out): the copy's inner loop runs along an output row
-        perm = (1, 2) + tuple(range(3 + nd, 3 + 2 * nd)) + (0,) + tuple(range(3, 3 + nd))
-        cols = xp.ascontiguousarray(win.transpose(perm))
-        return self._new(cols.reshape(groups, -1, n * math.prod(out)))
+        win = _cl_windows(xp, _cl_padded(xp, self.array, pads), kernel, stride, dilation)
+        n, c = win.shape[0], win.shape[-1]
+        rows = n * math.prod(win.shape[1:1 + len(kernel)])
+        if groups == 1:
+            return self._new(xp.ascontiguousarray(win).reshape(1, rows, -1))
+        win = win.reshape(win.shape[:-1] + (groups, c // groups))
+        win = xp.moveaxis(win, -2, 0)
+        return self._new(xp.ascontiguousarray(win).reshape(groups, rows, -1))
 
     def conv_col2im(self, in_shape, out, kernel, stride, dilation, pads, groups):
-        """Adjoint of :meth:`conv_im2col`: sum columns back into ``in_shape``."""
+        """Adjoint of :meth:`conv_im2col`: sum the columns back into ``in_shape``."""
         n, c = in_shape[:2]
-        nd = len(kernel)
-        cols = self.array.reshape((c,) + tuple(kernel) + (n,) + tuple(out))
-        # (C, *kernel, N, *out) -> (N, C, *out, *kernel) as a view
-        cols = cols.transpose((1 + nd, 0) + tuple(range(2 + nd, 2 + 2 * nd))
-                              + tuple(range(1, 1 + nd)))
-        return self._new(self._crop(self._scatter_windows(
-            cols, in_shape, pads, out, kernel, stride, dilation), pads))
-
-    def _scatter_windows(self, cols, in_shape, pads, out, kernel, stride, dilation):
-        """Padded zeros with ``cols[..., *offset]`` added at each kernel offset."""
-        res = self._zeros_padded(in_shape, pads, cols.dtype)
-        for off in itertools.product(*(range(k) for k in kernel)):
-            sl = (slice(None), slice(None)) + _offset_slices(off, out, stride, dilation)
-            res[sl] += cols[(Ellipsis,) + off]
-        return res
+        cols = self.array
+        g = groups
+        # (G, N*P, K*Cg) -> (N, *out, K, C) with C = (G, Cg)
+        cols = cols.reshape((g, n) + tuple(out) + (math.prod(kernel), c // g))
+        cols = self.xp.moveaxis(cols, 0, -2).reshape((n,) + tuple(out) + (-1, c)) \
+            if g > 1 else cols[0]
+        res = self._cl_zeros(in_shape, pads, cols.dtype)
+        for k, sl in _offsets(kernel, out, stride, dilation):
+            res[sl] += cols[(Ellipsis, k, slice(None))]
+        return self._new(self._cl_crop(res, pads))
 
     # ---------------------------------------------------------------- pooling
+    def _pool_views(self, kernel, stride, dilation, pads, value=0.0):
+        v = _cl_padded(self.xp, self.array, pads, value)
+        out = tuple((s - d * (k - 1) - 1) // t + 1
+                    for s, k, t, d in zip(v.shape[1:-1], kernel, stride, dilation))
+        return v, out
+
     def pool_max(self, kernel, stride, dilation, pads):
-        """Window maxima ``(N, C, *out)`` and the (first) arg-max offset in each window."""
+        """Window maxima ``(N, C, *out)`` and the (first) arg-max offset in each window.
+
+        Maxima come from a chain of ``maximum`` passes; the offsets from equality masks
+        afterwards (boolean passes are ~10x cheaper than masked copies).
+        """
         xp = self.xp
-        win = _window_view(xp, self._padded(pads, -np.inf), kernel, stride, dilation)
-        offsets = list(itertools.product(*(range(k) for k in kernel)))
-        out = xp.array(win[(Ellipsis,) + offsets[0]])
-        idx = xp.zeros(out.shape, dtype=np.int8 if len(offsets) < 128 else np.int32)
-        for k, off in enumerate(offsets[1:], 1):
-            v = win[(Ellipsis,) + off]
-            m = v > out
-            xp.copyto(out, v, where=m)
-            xp.copyto(idx, k, where=m, casting="unsafe")
-        return self._new(out), self._new(idx)
+        v, out = self._pool_views(kernel, stride, dilation, pads, -np.inf)
+        views = [v[sl] for _, sl in _offsets(kernel, out, stride, dilation)]
+        res = xp.array(views[0])
+        for w in views[1:]:
+            xp.maximum(res, w, out=res)
+        itype = np.dtype(np.int8 if len(views) < 128 else np.int32).type
+        idx = xp.zeros(res.shape, dtype=itype)
+        found = views[0] == res
+        for k, w in enumerate(views[1:], 1):
+            hit = w == res
+            hit &= ~found
+            found |= hit
+            idx += hit * itype(k)
+        return self._new(_first(res)), self._new(_first(idx))
 
     def pool_sum(self, kernel, stride, dilation, pads):
         """Window sums ``(N, C, *out)`` over the zero-padded input."""
-        win = _window_view(self.xp, self._padded(pads), kernel, stride, dilation)
-        offsets = itertools.product(*(range(k) for k in kernel))
-        out = self.xp.array(win[(Ellipsis,) + next(offsets)])
-        for off in offsets:
-            out += win[(Ellipsis,) + off]
-        return self._new(out)
+        v, out = self._pool_views(kernel, stride, dilation, pads)
+        res = None
+        for _, sl in _offsets(kernel, out, stride, dilation):
+            if res is None:
+                res = self.xp.array(v[sl])
+            else:
+                res += v[sl]
+        return self._new(_first(res))
 
     def pool_scatter(self, idx, in_shape, kernel, stride, dilation, pads):
         """Adjoint of pooling: this ``(N, C, *out)`` gradient sent back to the inputs.
@@ -124,26 +160,30 @@ class NNKernelsMixin:
         With ``idx`` (from :meth:`pool_max`) each window's value goes to its arg-max;
         without, to every element of the window (the adjoint of :meth:`pool_sum`).
         """
-        g = self.array
-        out = g.shape[2:]
-        res = self._zeros_padded(in_shape, pads, g.dtype)
-        zero = self.xp.zeros((), g.dtype)
-        offsets = itertools.product(*(range(k) for k in kernel))
-        for k, off in enumerate(offsets):
-            sl = (slice(None), slice(None)) + _offset_slices(off, out, stride, dilation)
-            res[sl] += g if idx is None else self.xp.where(idx.array == k, g, zero)
-        return self._new(self._crop(res, pads))
+        xp = self.xp
+        g = _last(self.array)
+        out = g.shape[1:-1]
+        ix = None if idx is None else _last(idx.array)
+        res = self._cl_zeros(in_shape, pads, g.dtype)
+        disjoint = _disjoint(kernel, stride, dilation)
+        for k, sl in _offsets(kernel, out, stride, dilation):
+            if ix is None:
+                res[sl] += g
+            elif disjoint:  # each input element is in one window at most: write
+                xp.multiply(g, ix == k, out=res[sl])
+            else:
+                res[sl] += g * (ix == k)
+        return self._new(self._cl_crop(res, pads))
 
     def pool_gather(self, idx, kernel, stride, dilation, pads):
         """The input value at each window's ``idx`` offset (adjoint of the max scatter)."""
-        xp = self.xp
-        win = _window_view(xp, self._padded(pads), kernel, stride, dilation)
-        out = None
-        zero = xp.zeros((), self.dtype)
-        for k, off in enumerate(itertools.product(*(range(k) for k in kernel))):
-            v = xp.where(idx.array == k, win[(Ellipsis,) + off], zero)
-            out = v if out is None else out + v
-        return self._new(out)
+        v, out = self._pool_views(kernel, stride, dilation, pads)
+        ix = _last(idx.array)
+        res = None
+        for k, sl in _offsets(kernel, out, stride, dilation):
+            term = v[sl] * (ix == k)
+            res = term if res is None else res + term
+        return self._new(_first(res))
 
     def pool_flat_indices(self, in_spatial, kernel, stride, dilation, pads):
         """These arg-max offsets as flat indices into the unpadded input (torch style)."""
@@ -184,10 +224,6 @@ class NNKernelsMixin:
         z, s = self._shifted(axis)
         z -= self.xp.log(s)
         return self._new(z)
-
-    # -------------------------------------------------------------------- erf
-    def erf(self):
-        return self._new(erf_array(self.xp, self.array))
 
 
 # Cephes ndtr.c rational approximations (S. L. Moshier), relative error ~1e-16.

@@ -146,6 +146,7 @@ def _exercise(M, dev):
         _close(getattr(a, name)(axis=1, keepdims=True), f(an, axis=1, keepdims=True))
     _close(M.from_host(np.array([1, 2], dtype=np.int32)).sum(dtype=np.int64), 3)
     _close(a.cumsum(1), np.cumsum(an, 1))
+    _close(a.logsumexp(1), np.log(np.exp(an).sum(1, keepdims=True)))
     vals, idx = a.sort(axis=1, descending=True)
     _close(vals, -np.sort(-an, axis=1))
     _close(idx, np.argsort(-an, axis=1, kind="stable"))

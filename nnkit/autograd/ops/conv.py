@@ -1,0 +1,269 @@
+"""Convolution: ``conv1d``, ``conv2d`` (and ``conv3d``), as im2col + one GEMM.
+
+Three bilinear Ops close under differentiation, so double backward works:
+
+* :class:`ConvNd` ``y = conv(x, w) (+ b)``;
+* :class:`ConvInputGrad` ``gx = conv_transpose(gy, w)`` (GEMM then col2im);
+* :class:`ConvWeightGrad` ``gw = corr(x, gy)`` (GEMM against the im2col columns).
+
+Columns are rows of channels-last windows, ``(G, N * prod(out), prod(kernel) * C/G)``,
+so the forward GEMM yields a channels-last output (returned as an ``(N, O, *out)``
+view) and the following relu / pool / conv keep streaming through that layout.
+
+Each one's backward is written with the other two (and ``sum`` for the bias).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.ops._util import check_tensor
+
+__all__ = ["conv1d", "conv2d", "conv3d"]
+
+
+class ConvGeometry(NamedTuple):
+    """Everything a convolution needs besides its tensors (per-dimension tuples)."""
+
+    in_shape: tuple
+    kernel: tuple
+    stride: tuple
+    dilation: tuple
+    pads: tuple  # (lo, hi) per spatial dimension
+    groups: int
+    out: tuple
+
+    def im2col(self, x):
+        return x.conv_im2col(self.kernel, self.stride, self.dilation, self.pads, self.groups)
+
+
+def _bmm(a, b):
+    """Per-group product of ``(G, m, k)`` and ``(G, k, n)`` Mats (one 2-d GEMM when G=1)."""
+    if a.shape[0] == 1:
+        return a.getitem((0,)).matmul(b.getitem((0,))).reshape((1,) + (a.shape[1], b.shape[2]))
+    return a.matmul(b)
+
+
+def _w_cols(w, groups):
+    """Weight ``(O, C/G, *k)`` as ``(G, prod(k) * C/G, O/G)``, matching the im2col columns."""
+    nd = w.ndim - 2
+    wg = w.reshape((groups, w.shape[0] // groups) + w.shape[1:])
+    wg = wg.transpose((0,) + tuple(range(3, 3 + nd)) + (2, 1))
+    return wg.reshape((groups, -1, w.shape[0] // groups))
+
+
+def _w_from_cols(gw, geom, out_channels, in_per_group):
+    """Inverse of :func:`_w_cols`: ``(G, prod(k) * Cg, Og)`` back to ``(O, Cg, *k)``."""
+    nd = len(geom.kernel)
+    g = gw.reshape((geom.groups,) + geom.kernel + (in_per_group, out_channels // geom.groups))
+    g = g.transpose((0, nd + 2, nd + 1) + tuple(range(1, nd + 1)))
+    return g.reshape((out_channels, in_per_group) + geom.kernel).contiguous()
+
+
+def _rows(y, groups):
+    """``(N, O, *out)`` as ``(G, N * prod(out), O/G)`` (a view for channels-last data)."""
+    nd = y.ndim - 2
+    r = y.transpose((0,) + tuple(range(2, 2 + nd)) + (1,))
+    r = r.reshape((-1, groups, y.shape[1] // groups))
+    return r.transpose((1, 0, 2))
+
+
+def _from_rows(rows, n, out):
+    """``(G, N * prod(out), O/G)`` back to an ``(N, O, *out)`` view (channels-last)."""
+    g, m, og = rows.shape
+    r = rows.transpose((1, 0, 2)).reshape((n,) + tuple(out) + (g * og,))
+    return r.transpose((0, r.ndim - 1) + tuple(range(1, r.ndim - 1)))
+
+
+class ConvNd(Op):
+    @staticmethod
+    def forward(ctx, x, w, b, geom):
+        cols = geom.im2col(x)
+        rows = _bmm(cols, _w_cols(w, geom.groups))  # (G, N * P, O/G)
+        if b is not None:
+            rows.iadd(b.reshape((geom.groups, 1, -1)))
+        ctx.geom = geom
+        if ctx.needs_input_grad[1:2] == (True,):
+            ctx.cols = cols  # reused by the weight gradient: no second im2col
+        ctx.save_for_backward(x, w)
+        return _from_rows(rows, x.shape[0], geom.out)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, w = ctx.saved_tensors
+        n, geom = ctx.needs_input_grad, ctx.geom
+        gx = ConvInputGrad.apply(grad_output, w, geom) if n[0] else None
+        gw = ConvWeightGrad.apply(x, grad_output, geom, ctx.__dict__.get("cols")) \
+            if n[1] else None
+        gb = grad_output.sum((0,) + tuple(range(2, grad_output.ndim))) if n[2] else None
+        return gx, gw, gb, None
+
+
+class ConvInputGrad(Op):
+    """``conv_transpose(gy, w)``: the gradient of a convolution wrt its input."""
+
+    @staticmethod
+    def forward(ctx, gy, w, geom):
+        ctx.geom = geom
+        ctx.save_for_backward(gy, w)
+        cols = _bmm(_rows(gy, geom.groups), _w_cols(w, geom.groups).transpose((0, 2, 1)))
+        return cols.conv_col2im(geom.in_shape, geom.out, geom.kernel, geom.stride,
+                                geom.dilation, geom.pads, geom.groups)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        gy, w = ctx.saved_tensors
+        n, geom = ctx.needs_input_grad, ctx.geom
+        ggy = ConvNd.apply(grad_output, w, None, geom) if n[0] else None
+        gw = ConvWeightGrad.apply(grad_output, gy, geom, None) if n[1] else None
+        return ggy, gw, None
+
+
+class ConvWeightGrad(Op):
+    """``corr(x, gy)``: the gradient of a convolution wrt its weight."""
+
+    @staticmethod
+    def forward(ctx, x, gy, geom, cols):
+        ctx.geom = geom
+        ctx.save_for_backward(x, gy)
+        cols = geom.im2col(x) if cols is None else cols
+        gw = _bmm(cols.transpose((0, 2, 1)), _rows(gy, geom.groups))  # (G, K * Cg, Og)
+        return _w_from_cols(gw, geom, gy.shape[1], x.shape[1] // geom.groups)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, gy = ctx.saved_tensors
+        n, geom = ctx.needs_input_grad, ctx.geom
+        gx = ConvInputGrad.apply(gy, grad_output, geom) if n[0] else None
+        ggy = ConvNd.apply(x, grad_output, None, geom) if n[1] else None
+        return gx, ggy, None, None
+
+
+# ------------------------------------------------------------------ arguments
+def _tuple(value, nd, name, op):
+    if isinstance(value, int):
+        return (value,) * nd
+    value = tuple(value)
+    if len(value) != nd or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"{op}: {name} must be an int or a tuple of {nd} ints, got {value}")
+    return value
+
+
+def _pads(padding, nd, kernel, dilation, stride, op):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * nd
+        if padding != "same":
+            raise ValueError(f"{op}: padding must be an int, a tuple, 'same' or 'valid', "
+                             f"got {padding!r}")
+        if any(s != 1 for s in stride):
+            raise ValueError(f"{op}: padding='same' is not supported for strided "
+                             f"convolutions (stride={stride})")
+        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in total)  # extra on the right, as torch
+    pads = _tuple(padding, nd, "padding", op)
+    if any(p < 0 for p in pads):
+        raise ValueError(f"{op}: padding must be non-negative, got {padding}")
+    return tuple((p, p) for p in pads)
+
+
+_LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+
+
+def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op):
+    check_tensor(input, op)
+    check_tensor(weight, op, "weight")
+    if input.ndim != nd + 2:
+        raise ShapeError(f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]}, got "
+                         f"shape {tuple(input.shape)}")
+    if weight.ndim != nd + 2:
+        raise ShapeError(f"{op}: expected weight with {nd + 2} dimensions (out_channels, "
+                         f"in_channels/groups, *kernel), got shape {tuple(weight.shape)}")
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups}")
+    c, o = input.shape[1], weight.shape[0]
+    if c % groups or o % groups:
+        raise ValueError(f"{op}: in_channels ({c}) and out_channels ({o}) must both be "
+                         f"divisible by groups ({groups})")
+    if weight.shape[1] * groups != c:
+        raise ShapeError(f"{op}: input has {c} channels but weight expects "
+                         f"{weight.shape[1] * groups} (groups={groups}); weight shape "
+                         f"{tuple(weight.shape)}, input shape {tuple(input.shape)}")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise ShapeError(f"{op}: bias must have shape ({o},), got {tuple(bias.shape)}")
+    if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
+        raise TypeError(f"{op}: input, weight and bias must share a dtype, got "
+                        f"{input.dtype}, {weight.dtype}"
+                        + ("" if bias is None else f", {bias.dtype}"))
+    kernel = tuple(weight.shape[2:])
+    stride = _tuple(stride, nd, "stride", op)
+    dilation = _tuple(dilation, nd, "dilation", op)
+    if any(s < 1 for s in stride) or any(d < 1 for d in dilation):
+        raise ValueError(f"{op}: stride and dilation must be positive, got stride={stride}, "
+                         f"dilation={dilation}")
+    pads = _pads(padding, nd, kernel, dilation, stride, op)
+    out = tuple((s + lo + hi - d * (k - 1) - 1) // t + 1 for s, (lo, hi), k, t, d in
+                zip(input.shape[2:], pads, kernel, stride, dilation))
+    if any(v < 1 for v in out):
+        raise ShapeError(f"{op}: the (padded) input {tuple(input.shape)} is smaller than the "
+                         f"(dilated) kernel {kernel}; output size would be {out}")
+    return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out)
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
+    geom = _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op)
+    return ConvNd.apply(input, weight, bias, geom)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation over an ``(N, C, H, W)`` input (``torch.nn.functional.conv2d``).
+
+    .. math::
+        y[n, o, i, j] = b[o] + \\sum_{c, p, q} w[o, c, p, q]\\,
+            x_{pad}[n, g(o) C_g + c, i s_0 + p d_0, j s_1 + q d_1]
+
+    Computed as im2col (a strided view and one copy) followed by a single GEMM per
+    group; backward uses a GEMM and col2im for the input, a GEMM against the saved
+    columns for the weight.
+
+    Args:
+        input: ``(N, C, H, W)``.
+        weight: ``(O, C / groups, kH, kW)``.
+        bias: optional ``(O,)``.
+        stride: int or ``(sH, sW)``.
+        padding: int, ``(pH, pW)``, ``'valid'`` (no padding) or ``'same'`` (output as
+            large as the input; stride 1 only; an odd total goes to the right/bottom).
+        dilation: int or ``(dH, dW)``: spacing between kernel elements.
+        groups: split channels into this many independent convolutions.
+
+    Returns:
+        ``(N, O, H_out, W_out)`` with ``H_out = (H + 2 pH - dH (kH - 1) - 1) // sH + 1``.
+
+    Raises:
+        ShapeError: if the input is not 4-d, the channels do not match the weight, or
+            the kernel does not fit.
+
+    Example:
+        >>> x = nnkit.randn(8, 1, 28, 28); w = nnkit.randn(32, 1, 3, 3)
+        >>> conv2d(x, w, padding=1).shape
+        (8, 32, 28, 28)
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d cross-correlation over an ``(N, C, L)`` input; see :func:`conv2d`.
+
+    Args:
+        input: ``(N, C, L)``; weight: ``(O, C / groups, k)``; bias: optional ``(O,)``.
+
+    Returns:
+        ``(N, O, L_out)``.
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d cross-correlation over an ``(N, C, D, H, W)`` input; see :func:`conv2d`."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")

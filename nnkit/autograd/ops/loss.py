@@ -1,0 +1,350 @@
+"""Losses: cross-entropy, NLL, regression losses, binary cross-entropy, KL divergence.
+
+Every loss is composed from ops that already have backward passes (STYLE §6):
+``cross_entropy`` is the fused :func:`log_softmax` followed by :func:`nll_loss`, which
+picks the target log-probabilities with a one-hot mask (a multiply and a sum, so its
+backward is elementwise rather than a scatter). Each takes ``reduction`` in
+``'mean' | 'sum' | 'none'`` with torch's semantics.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from nnkit.autograd.function import ShapeError
+from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.ops._util import check_tensor
+from nnkit.autograd.ops.activation import log_softmax
+from nnkit.autograd.ops.elementwise import abs, clamp, log, softplus, where
+from nnkit.autograd.ops.indexing import index_select
+
+__all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(loss, reduction, op):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def _safe_div(num, den):
+    """``num / den`` that gives NaN (not a 0/0 warning) when ``den`` is 0, as torch."""
+    with no_grad():
+        den = where(den == 0, math.nan, den)
+    return num / den
+
+
+# ------------------------------------------------------------- classification
+def _class_dim(input):
+    return 1 if input.ndim >= 2 else 0
+
+
+def _check_index_target(input, target, op):
+    want = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
+    if tuple(target.shape) != want:
+        raise ShapeError(f"{op}: expected target of shape {want} for input of shape "
+                         f"{tuple(input.shape)}, got {tuple(target.shape)}")
+
+
+def _valid_targets(target, n_classes, ignore_index, op):
+    """``(valid mask, targets with ignored entries set to 0)``; checks the class range."""
+    with no_grad():
+        valid = target != ignore_index
+        safe = where(valid, target, 0)
+        if safe.numel():
+            lo, hi = int(safe.min().item()), int(safe.max().item())
+            if lo < 0 or hi >= n_classes:
+                bad = lo if lo < 0 else hi
+                raise IndexError(f"{op}: target class {bad} out of range for {n_classes} "
+                                 "classes")
+    return valid, safe
+
+
+def _one_hot_mask(safe, input, cd):
+    from nnkit.autograd.factories import arange
+
+    with no_grad():
+        shape = [1] * input.ndim
+        shape[cd] = input.shape[cd]
+        classes = arange(input.shape[cd], device=input.device).reshape(shape)
+        return (safe.unsqueeze(cd) == classes).to(input.dtype)
+
+
+def _target_weights(weight, safe, valid, dtype):
+    """Per-target weights ``weight[target]`` (1 without ``weight``), 0 where ignored."""
+    with no_grad():
+        mask = valid.to(dtype)
+        if weight is None:
+            return mask
+        return index_select(weight, 0, safe.reshape(-1)).reshape(safe.shape) * mask
+
+
+def _check_weight(weight, n_classes, op):
+    if weight is not None and tuple(weight.shape) != (n_classes,):
+        raise ShapeError(f"{op}: weight must have shape ({n_classes},), got "
+                         f"{tuple(weight.shape)}")
+
+
+def _nll(input, target, weight, ignore_index, reduction, op):
+    check_tensor(input, op)
+    check_tensor(target, op, "target")
+    if target.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected integer class indices as target, got {target.dtype}")
+    _check_index_target(input, target, op)
+    cd = _class_dim(input)
+    n_classes = input.shape[cd]
+    _check_weight(weight, n_classes, op)
+    valid, safe = _valid_targets(target, n_classes, ignore_index, op)
+    w = _target_weights(weight, safe, valid, input.dtype)
+    picked = (input * _one_hot_mask(safe, input, cd)).sum(cd)
+    loss = -picked * w
+    if reduction == "mean":
+        return _safe_div(loss.sum(), w.sum()), valid, safe
+    return _reduce(loss, reduction, op), valid, safe
+
+
+def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+    """Negative log-likelihood of class indices under log-probabilities ``input``.
+
+    ``loss_i = -weight[t_i] * input[i, t_i]`` (0 where ``t_i == ignore_index``);
+    ``'mean'`` divides the sum by the total weight of the non-ignored targets.
+
+    Args:
+        input: ``(N, C)``, ``(N, C, d1, ...)`` or ``(C,)`` log-probabilities.
+        target: integer ``(N,)``, ``(N, d1, ...)`` or ``()``.
+        weight: optional ``(C,)`` class weights.
+
+    Raises:
+        ShapeError: if the target shape does not fit the input.
+        IndexError: for a target class outside ``[0, C)``.
+    """
+    return _nll(input, target, weight, ignore_index, reduction, "nll_loss")[0]
+
+
+def cross_entropy(input, target, weight=None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0):
+    """Cross-entropy between logits and class indices or class probabilities.
+
+    With class indices: ``nll_loss(log_softmax(input, 1), target, ...)``; with
+    ``label_smoothing = e`` the target becomes ``(1 - e) one_hot + e / C``, i.e.
+    ``(1 - e) nll + e / C * sum_c(-weight_c log p_c)`` (torch's formula, same
+    normalisation). With probabilities (a float ``target`` shaped like ``input``):
+    ``-sum_c weight_c target_c log p_c``, ``'mean'`` averaging over the samples.
+
+    Args:
+        input: logits ``(N, C)``, ``(N, C, d1, ...)`` or ``(C,)``.
+        target: integer indices ``(N,)`` / ``(N, d1, ...)`` / ``()``, or probabilities
+            shaped like ``input``.
+        weight: optional ``(C,)`` class weights.
+        ignore_index: targets equal to it contribute nothing (indices only).
+        reduction: ``'mean'``, ``'sum'`` or ``'none'``.
+        label_smoothing: in ``[0, 1]``.
+
+    Raises:
+        ShapeError: if the target shape fits neither form.
+        IndexError: for a class index outside ``[0, C)``.
+
+    Example:
+        >>> logits = nnkit.randn(4, 10, requires_grad=True)
+        >>> loss = cross_entropy(logits, nnkit.tensor([1, 0, 9, 3]))
+    """
+    op = "cross_entropy"
+    check_tensor(input, op)
+    check_tensor(target, op, "target")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    if input.ndim == 0:
+        raise ShapeError(f"{op}: expected input of shape (N, C) or (C,), got a 0-d tensor")
+    cd = _class_dim(input)
+    n_classes = input.shape[cd]
+    logp = log_softmax(input, cd)
+    if target.dtype.is_floating_point:
+        return _soft_cross_entropy(logp, target, weight, reduction, label_smoothing, cd)
+    nll, valid, safe = _nll(logp, target, weight, ignore_index, reduction, op)
+    if label_smoothing == 0.0:
+        return nll
+    wl = logp if weight is None else logp * _class_view(weight, logp.ndim, cd)
+    smooth = -wl.sum(cd) * valid.to(logp.dtype)
+    if reduction == "mean":
+        smooth = _safe_div(smooth.sum(), _target_weights(weight, safe, valid, logp.dtype).sum())
+    else:
+        smooth = _reduce(smooth, reduction, op)
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def _class_view(weight, ndim, cd):
+    shape = [1] * ndim
+    shape[cd] = -1
+    return weight.reshape(shape)
+
+
+def _soft_cross_entropy(logp, target, weight, reduction, label_smoothing, cd):
+    op = "cross_entropy"
+    if tuple(target.shape) != tuple(logp.shape):
+        raise ShapeError(f"{op}: class-probability target must have the input's shape "
+                         f"{tuple(logp.shape)}, got {tuple(target.shape)}")
+    n_classes = logp.shape[cd]
+    _check_weight(weight, n_classes, op)
+    if label_smoothing > 0.0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        prod = prod * _class_view(weight, logp.ndim, cd)
+    loss = -prod.sum(cd)
+    if reduction == "mean":
+        return loss.sum() / max(logp.numel() // n_classes, 1)
+    return _reduce(loss, reduction, op)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
+    """``-w (t log x + (1 - t) log(1 - x))`` for probabilities ``x`` in ``[0, 1]``.
+
+    Each log is clamped at ``-100`` (as torch), so ``x = 0`` or ``1`` gives a finite
+    loss. Prefer :func:`binary_cross_entropy_with_logits` on logits.
+
+    Raises:
+        ShapeError: if ``target`` has another shape.
+        ValueError: if an input value lies outside ``[0, 1]``.
+    """
+    op = "binary_cross_entropy"
+    _check_same_shape(input, target, op, strict=True)
+    with no_grad():
+        if input.numel() and (input.min().item() < 0 or input.max().item() > 1):
+            raise ValueError(f"{op}: all elements of input should be between 0 and 1")
+    target = _float_target(target, input)
+    loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, op)
+
+
+def _clamped_log(x):
+    # the inner clamp keeps log(0) from warning; the outer one is torch's -100 floor
+    return clamp(log(clamp(x, min=1e-45)), min=-100.0)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean",
+                                     pos_weight=None):
+    """Binary cross-entropy on logits, stable for any logit size.
+
+    ``loss = (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x)``, which equals
+    ``-w [pos_weight t log s(x) + (1 - t) log(1 - s(x))]`` without overflow.
+
+    Args:
+        input: logits; target: same shape, values in ``[0, 1]``.
+        weight: optional rescaling, broadcast against the loss.
+        pos_weight: optional weight of positive examples, broadcast along the last
+            (class) dimension.
+
+    Example:
+        >>> binary_cross_entropy_with_logits(nnkit.tensor([100.0]), nnkit.tensor([0.0]))
+        Tensor(100.)
+    """
+    op = "binary_cross_entropy_with_logits"
+    _check_same_shape(input, target, op, strict=True)
+    target = _float_target(target, input)
+    sp = softplus(-input)
+    if pos_weight is not None:
+        sp = sp * ((pos_weight - 1.0) * target + 1.0)
+    loss = (1.0 - target) * input + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, op)
+
+
+# ------------------------------------------------------------------ regression
+def _check_same_shape(input, target, op, strict=False):
+    check_tensor(input, op)
+    check_tensor(target, op, "target")
+    if tuple(input.shape) == tuple(target.shape):
+        return
+    if strict:
+        raise ShapeError(f"{op}: target shape {tuple(target.shape)} must equal input shape "
+                         f"{tuple(input.shape)}")
+    warnings.warn(f"{op}: using a target size {tuple(target.shape)} that is different to the "
+                  f"input size {tuple(input.shape)}; this will likely lead to incorrect "
+                  "results due to broadcasting", UserWarning, stacklevel=3)
+
+
+def _float_target(target, input):
+    return target if target.dtype == input.dtype else target.to(input.dtype)
+
+
+def _diff(input, target, op):
+    _check_same_shape(input, target, op)
+    return input - _float_target(target, input)
+
+
+def mse_loss(input, target, reduction: str = "mean"):
+    """Mean squared error ``(x - y)^2``.
+
+    A target of another (broadcastable) shape warns, as torch.
+    """
+    d = _diff(input, target, "mse_loss")
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction: str = "mean"):
+    """Mean absolute error ``|x - y|``."""
+    return _reduce(abs(_diff(input, target, "l1_loss")), reduction, "l1_loss")
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``; ``d = x - y``."""
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    d = _diff(input, target, "huber_loss")
+    a = abs(d)
+    loss = where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta)
+    return _reduce(loss, reduction, "huber_loss")
+
+
+def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``; ``d = x - y``.
+
+    ``beta = 0`` is the L1 loss.
+    """
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    d = _diff(input, target, "smooth_l1_loss")
+    a = abs(d)
+    if beta == 0:
+        return _reduce(a, reduction, "smooth_l1_loss")
+    loss = where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def kl_div(input, target, reduction: str = "mean", log_target: bool = False):
+    """Kullback-Leibler divergence ``target (log target - input)`` with ``input`` given
+    as log-probabilities (0 where ``target`` is 0).
+
+    Args:
+        reduction: ``'mean'``, ``'sum'``, ``'none'`` or ``'batchmean'`` (sum divided by
+            the batch size, the mathematically correct KL).
+        log_target: ``target`` is given as log-probabilities.
+    """
+    op = "kl_div"
+    _check_same_shape(input, target, op)
+    target = _float_target(target, input)
+    if log_target:
+        from nnkit.autograd.ops.elementwise import exp
+
+        loss = exp(target) * (target - input)
+    else:
+        with no_grad():
+            pos = target > 0
+        safe = where(pos, target, 1.0)
+        loss = where(pos, target * log(safe), 0.0) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction, op)

@@ -1,0 +1,156 @@
+"""Normalisation: ``batch_norm``, ``layer_norm``, ``group_norm``, ``normalize``.
+
+All are composed from reductions and elementwise ops (STYLE §6): the statistics
+are part of the graph, so gradients flow through the mean and variance and double
+backward works without a hand-written backward.
+"""
+
+from __future__ import annotations
+
+import math
+
+from nnkit.autograd.function import ShapeError
+from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.ops._util import check_tensor
+from nnkit.autograd.ops.elementwise import clamp, rsqrt
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
+
+
+def _standardize(x, dims, eps):
+    """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), and the stats."""
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dims, keepdim=True)
+    return centered * rsqrt(var + eps), mean, var
+
+
+def _channel_view(t, ndim):
+    """A per-channel ``(C,)`` tensor shaped to broadcast against ``(N, C, *)``."""
+    return t.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch normalisation over ``(N, C, *)`` inputs, per channel ``C``.
+
+    .. math::
+        y = \\frac{x - \\mathrm{E}[x]}{\\sqrt{\\mathrm{Var}[x] + \\epsilon}} \\gamma + \\beta
+
+    In training the batch statistics (biased variance) normalise, and the running
+    statistics, when given, are updated in place without gradient:
+    ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance, as
+    torch). In evaluation the running statistics normalise.
+
+    Args:
+        input: ``(N, C)`` or ``(N, C, *spatial)``.
+        running_mean, running_var: ``(C,)`` buffers or None.
+        weight, bias: optional ``(C,)`` affine parameters (``gamma``, ``beta``).
+        training: use batch statistics (and update the running ones).
+        momentum: weight of the batch statistics in the running update.
+        eps: added to the variance for stability.
+
+    Raises:
+        ShapeError: for an input with fewer than 2 dimensions or buffers of the wrong size.
+        ValueError: in training with one value per channel, or in evaluation without
+            running statistics.
+    """
+    check_tensor(input, "batch_norm")
+    if input.ndim < 2:
+        raise ShapeError(f"batch_norm: expected input of shape (N, C, *), got "
+                         f"{tuple(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise ShapeError(f"batch_norm: {name} must have shape ({c},) for input "
+                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
+                             f"training, got input of shape {tuple(input.shape)}")
+        out, mean, var = _standardize(input, dims, eps)
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.reshape(c) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var.reshape(c) * (momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are required when "
+                             "training=False")
+        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
+            rsqrt(running_var + eps), input.ndim)
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dimensions of each sample.
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with biased statistics over
+    the last ``len(normalized_shape)`` dimensions; ``weight``/``bias`` have shape
+    ``normalized_shape``.
+
+    Raises:
+        ShapeError: if the input does not end with ``normalized_shape``.
+
+    Example:
+        >>> layer_norm(nnkit.randn(4, 10), (10,)).shape
+        (4, 10)
+    """
+    check_tensor(input, "layer_norm")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
+        normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
+        raise ShapeError(f"layer_norm: input of shape {tuple(input.shape)} does not end with "
+                         f"normalized_shape {shape}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise ShapeError(f"layer_norm: {name} must have shape {shape}, got "
+                             f"{tuple(t.shape)}")
+    out, _, _ = _standardize(input, tuple(range(input.ndim - k, input.ndim)), eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise ``(N, C, *)`` inputs over groups of ``C / num_groups`` channels.
+
+    Statistics are taken per sample and group (over its channels and all spatial
+    positions); ``weight``/``bias`` are per channel ``(C,)``.
+
+    Raises:
+        ValueError: if ``C`` is not divisible by ``num_groups``.
+    """
+    check_tensor(input, "group_norm")
+    if input.ndim < 2:
+        raise ShapeError(f"group_norm: expected input of shape (N, C, *), got "
+                         f"{tuple(input.shape)}")
+    n, c = input.shape[:2]
+    if num_groups < 1 or c % num_groups:
+        raise ValueError(f"group_norm: number of channels ({c}) must be divisible by "
+                         f"num_groups ({num_groups})")
+    grouped = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))
+    out, _, _ = _standardize(grouped, (2,), eps)
+    out = out.reshape(input.shape)
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    norm = input.norm(p, dim, keepdim=True)
+    return input / clamp(norm, min=eps)

@@ -1,0 +1,52 @@
+"""Layers: ``Module`` and ``Parameter``, containers, and every built-in layer and loss.
+
+Also reachable as ``nnkit.nn`` (with ``nnkit.nn.functional``, ``nnkit.nn.init`` and
+``nnkit.nn.utils``).
+"""
+
+from nnkit.layers.activation import (
+                                     ELU,
+                                     GELU,
+                                     LeakyReLU,
+                                     LogSoftmax,
+                                     ReLU,
+                                     Sigmoid,
+                                     SiLU,
+                                     Softmax,
+                                     Softplus,
+                                     Tanh,
+)
+from nnkit.layers.attention import MultiheadAttention, TransformerEncoderLayer
+from nnkit.layers.container import ModuleDict, ModuleList, Sequential
+from nnkit.layers.conv import Conv1d, Conv2d
+from nnkit.layers.dropout import Dropout
+from nnkit.layers.embedding import Embedding
+from nnkit.layers.linear import Dense, Flatten, Identity, Linear
+from nnkit.layers.loss import (
+                                     BCELoss,
+                                     BCEWithLogitsLoss,
+                                     CrossEntropyLoss,
+                                     HuberLoss,
+                                     L1Loss,
+                                     MSELoss,
+                                     NLLLoss,
+                                     SmoothL1Loss,
+)
+from nnkit.layers.model import Model
+from nnkit.layers.module import Module, NotBuiltError, Parameter
+from nnkit.layers.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from nnkit.layers.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from nnkit.layers.recurrent import GRU, LSTM, RNN
+
+__all__ = [
+    "Module", "Parameter", "NotBuiltError", "Model",
+    "Sequential", "ModuleList", "ModuleDict",
+    "Linear", "Dense", "Identity", "Flatten",
+    "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+    "Dropout", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
+    "RNN", "LSTM", "GRU", "MultiheadAttention", "TransformerEncoderLayer",
+    "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
+    "Softplus",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",
+    "BCELoss", "BCEWithLogitsLoss",
+]

@@ -1,0 +1,88 @@
+"""``Model``: a Module that is a whole network, the home of the Keras training API.
+
+``compile``/``fit``/``evaluate``/``predict`` will live here (DESIGN §3, "Training");
+for now a Model is a Module with :meth:`Model.summary`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from nnkit.autograd.factories import zeros
+from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.tensor import Tensor
+from nnkit.layers.module import Module
+
+__all__ = ["Model"]
+
+
+def _shape_of(out) -> str:
+    if isinstance(out, Tensor):
+        return str((None,) + tuple(out.shape[1:]))
+    if isinstance(out, (tuple, list)) and out:
+        return _shape_of(out[0])
+    return "?"
+
+
+class Model(Module):
+    """A network: subclass it (write ``__init__`` and ``forward``) or use ``Sequential``.
+
+    It is the future home of the Keras-style training API (``compile``, ``fit``,
+    ``evaluate``, ``predict``); today it adds :meth:`summary` to :class:`Module`.
+    """
+
+    def summary(self, input_shape: tuple | None = None,
+                print_fn: Callable[[str], None] = print) -> None:
+        """Print a Keras-like table: each layer, its output shape and its parameter count.
+
+        Args:
+            input_shape: the shape of one input *without* the batch dimension; when
+                given, a batch of one zero sample is run through the model (in eval mode,
+                without gradients) to find each layer's output shape and build lazy layers.
+            print_fn: where each line goes (default ``print``).
+        """
+        shapes: dict[Module, str] = {}
+        if input_shape is not None:
+            self._trace_shapes(tuple(input_shape), shapes)
+        header = ("Layer (type)", "Output Shape", "Param #")
+        rows = [(f"{name} ({type(m).__name__})", shapes.get(m, "?"), self._own_count(m))
+                for name, m in self.named_modules() if name and not m._modules]
+        widths = [max(len(r[i]) for r in rows + [header]) + 2 for i in range(2)]
+        rule = "=" * (sum(widths) + max(len(r[2]) for r in rows + [header]))
+        lines = [f'Model: "{self._get_name()}"', rule]
+        lines += [r[0].ljust(widths[0]) + r[1].ljust(widths[1]) + r[2] for r in [header] + rows]
+        lines.insert(3, rule)
+        total, trainable = self._counts()
+        if all(m.built for m in self.modules()):
+            lines += [rule, f"Total params: {total:,}", f"Trainable params: {trainable:,}",
+                      f"Non-trainable params: {total - trainable:,}", rule]
+        else:
+            lines += [rule, f"Total params: ? (built layers: {total:,}; call the model on a "
+                      "batch or pass input_shape= to build the rest)", rule]
+        for line in lines:
+            print_fn(line)
+
+    def _trace_shapes(self, input_shape: tuple, shapes: dict) -> None:
+        handles = [m.register_forward_hook(lambda mod, args, out: shapes.__setitem__(
+            mod, _shape_of(out))) for m in self.modules()]
+        was_training = self.training
+        try:
+            self.eval()
+            with no_grad():
+                self(zeros((1,) + input_shape))
+        finally:
+            self.train(was_training)
+            for h in handles:
+                h.remove()
+
+    @staticmethod
+    def _own_count(m: Module) -> str:
+        if not m.built:
+            return "? (unbuilt)"
+        return f"{sum(p.numel() for p in m._parameters.values() if p is not None):,}"
+
+    def _counts(self) -> tuple[int, int]:
+        """Total and trainable parameter counts of the built layers."""
+        params = list(self._named_members("_parameters", "", True))
+        return (sum(p.numel() for _, p in params),
+                sum(p.numel() for _, p in params if p.requires_grad))
