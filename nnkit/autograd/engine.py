@@ -168,7 +168,7 @@ def _route(nexts, out, buffers, deps, ready) -> None:
         left = deps[nxt] - 1
         deps[nxt] = left
         if left == 0:
-            if all(b is None for b in buf):
+            if buf[0] is None and (len(buf) == 1 or all(b is None for b in buf)):
                 del buffers[nxt]
                 empty = _EmptyNode(nxt)
                 buffers[empty] = [None]

@@ -361,9 +361,18 @@ class Op(Function):
         if record and state.grad_enabled:
             node = _new_node(cls, impls)
             out = _forward_mats(cls, node, mats, kwargs, impls)
-            if out.__class__ is tuple:
-                return _finish(cls, node, mats, impls, out, out, False)
-            res = _finish(cls, node, mats, impls, (out,), (out,), True)
+            if out.__class__ is tuple or node._non_diff is not None:
+                outs = out if out.__class__ is tuple else (out,)
+                return _finish(cls, node, mats, impls, outs, outs, out.__class__ is not tuple)
+            # one output (the common case), inlined from _finish
+            diff = out.array.dtype.kind == "f"
+            impl = TensorImpl(out, diff)
+            if diff:
+                impl.grad_fn = node
+            res = Tensor.__new__(Tensor)
+            res._impl = impl
+            if node._to_save:
+                _resolve_saved(cls, node, mats, impls, (out,), (out,))
         else:
             out = _forward_mats(cls, _NoGraphCtx(), mats, kwargs, impls)
             if out.__class__ is tuple:
@@ -414,9 +423,18 @@ def _mark_view(impl, impls, step) -> None:
 
 def _new_node(cls, impls):
     node = Node(cls)
-    node.needs_input_grad = tuple([i is not None and i.requires_grad for i in impls])
-    node.next_functions = tuple([grad_edge(i) if i is not None and i.requires_grad
-                                 else _NO_EDGE for i in impls])
+    needs = []
+    edges = []
+    for i in impls:
+        if i is not None and i.requires_grad:
+            needs.append(True)
+            fn = i.grad_fn
+            edges.append((fn, i.output_nr) if fn is not None else grad_edge(i))
+        else:
+            needs.append(False)
+            edges.append(_NO_EDGE)
+    node.needs_input_grad = tuple(needs)
+    node.next_functions = tuple(edges)
     if state.anomaly:
         node.trace = traceback.format_stack()[:-2]
     return node

@@ -56,14 +56,6 @@ class CupyMat(ArrayMat):
 
         return device(f"cuda:{self.array.device.id}")
 
-    def __init__(self, array, storage=None) -> None:
-        self.array = array
-        if storage is None:
-            from nnkit.backends.storage import Storage
-
-            storage = Storage(array, self.device)
-        self.storage = storage
-
     def to_numpy(self) -> np.ndarray:
         return cupy.asnumpy(self.array)
 

@@ -28,14 +28,22 @@ __all__ = ["ArrayMat"]
 class ArrayMat(NNKernelsMixin):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 
-    __slots__ = ("array", "storage", "__weakref__")
+    __slots__ = ("array", "_storage", "__weakref__")
     xp = np
     device = None  # set by subclasses
     multi_device = False  # True where Mats of one class may live on different devices
 
     def __init__(self, array, storage: Storage | None = None) -> None:
         self.array = array
-        self.storage = Storage(array, self.device) if storage is None else storage
+        self._storage = storage
+
+    @property
+    def storage(self) -> Storage:
+        """The Storage this Mat views (made on first use: most results never need one)."""
+        s = self._storage
+        if s is None:
+            s = self._storage = Storage(self.array, self.device)
+        return s
 
     # ----------------------------------------------------------------- wrapping
     def _new(self, array) -> "ArrayMat":
