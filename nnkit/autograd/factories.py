@@ -112,9 +112,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def from_dlpack(ext) -> Tensor:
     """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, PyTorch...)."""
     dev_type, dev_id = ext.__dlpack_device__()
-    if int(dev_type) == 1:
+    if _int(dev_type) == 1:
         return Tensor._from_mat(get_mat_class(_dt_cpu()).from_host(np.from_dlpack(ext)))
-    if int(dev_type) == 2:
+    if _int(dev_type) == 2:
         import cupy
 
         cls = get_mat_class(_device(f"cuda:{dev_id}"))
