@@ -1,11 +1,39 @@
-"""Shared fixtures: the ``device`` fixture runs a test on every device present."""
+"""Shared fixtures: the ``device`` fixture runs a test on every device present.
+
+``NNKIT_TEST_DEVICE=simulated`` runs the ``cuda`` param on a simulated second device
+(NumPy memory that refuses to mix with host arrays, ``tests/_simulated_device.py``)
+instead of skipping it where there is no GPU.
+"""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
 
 import nnkit
+
+_TEST_DEVICE = os.environ.get("NNKIT_TEST_DEVICE", "")
+_session_patch = pytest.MonkeyPatch()
+
+
+def pytest_configure(config):
+    if _TEST_DEVICE == "simulated":
+        from tests._simulated_device import install
+
+        install(_session_patch)
+    elif _TEST_DEVICE:
+        raise pytest.UsageError(f"NNKIT_TEST_DEVICE={_TEST_DEVICE!r}: expected 'simulated'")
+
+
+def pytest_unconfigure(config):
+    _session_patch.undo()
+
+
+def pytest_report_header(config):
+    if _TEST_DEVICE == "simulated":
+        return "nnkit: device 'cuda' is SIMULATED (NNKIT_TEST_DEVICE=simulated)"
 
 
 def _devices():
@@ -17,7 +45,8 @@ def _devices():
 
 @pytest.fixture(params=["cpu", "cuda"])
 def device(request):
-    """Each test taking ``device`` runs on the CPU and, where CuPy sees a GPU, on CUDA."""
+    """Each test taking ``device`` runs on the CPU and, where CuPy sees a GPU (or with
+    ``NNKIT_TEST_DEVICE=simulated``), on CUDA."""
     if request.param not in _devices():
         pytest.skip("CUDA not available (needs CuPy and a GPU)")
     return request.param

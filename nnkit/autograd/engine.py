@@ -43,6 +43,9 @@ def _root_grads(tensors, grads):
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"backward: gradient of shape {list(g.shape)} does not match "
                                f"the tensor's shape {list(t.shape)}")
+        if g.device != t.device:
+            raise RuntimeError(f"backward: gradient on {g.device} for a tensor on {t.device}; "
+                               "move it with .to()")
         out.append(Tensor._wrap_shared(g))  # the caller keeps g: never steal its memory
     return out
 

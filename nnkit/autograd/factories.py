@@ -321,7 +321,8 @@ def bool(x) -> Tensor:
 
 
 def type_as(x, other) -> Tensor:
-    return to(x, other.dtype)
+    """``x`` with ``other``'s dtype, on ``other``'s device (as torch's type names the device)."""
+    return to(x, device=other.device, dtype=other.dtype)
 
 
 def new_zeros(x, *size, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -16,7 +16,8 @@ def _restore_printoptions():
 
 
 def _footer(shape, dtype="float32", device="cpu", extra=""):
-    return f"Tensor(shape={shape}, dtype={dtype}, device={device}{extra})"
+    # a device prints in full ('cuda' is 'cuda:0'), as torch does
+    return f"Tensor(shape={shape}, dtype={dtype}, device={nnkit.device(device)}{extra})"
 
 
 def test_0d(device):

@@ -31,8 +31,8 @@ def _expr_batched(lib, x, w, b, idx):
 
 
 def _expr_indexing(lib, x, w, b, idx):
-    g = x.gather(1, lib_index(lib, [[0, 2], [1, 1], [2, 0], [0, 0]]))
-    sel = x.index_select(0, lib_index(lib, [3, 1, 3]))
+    g = x.gather(1, lib_index(lib, [[0, 2], [1, 1], [2, 0], [0, 0]], x))
+    sel = x.index_select(0, lib_index(lib, [3, 1, 3], x))
     m = x[x > 0]
     cat = lib.cat([x[:, :1], x[1:2].expand(4, 3)[:, 1:]], dim=1)
     return ((g ** 2).sum() + (sel * 1.5).sum() + m.sum() + (cat @ w).tanh().sum()
@@ -46,10 +46,10 @@ def _expr_reduce(lib, x, w, b, idx):
     return out + (x.clamp(-0.5, 0.5) * x.sigmoid()).sum() + x.tril().sum() * 0.5
 
 
-def lib_index(lib, data):
+def lib_index(lib, data, like):
     if lib is torch:
         return torch.tensor(data, dtype=torch.int64)
-    return nnkit.tensor(data)
+    return nnkit.tensor(data, device=like.device)
 
 
 EXPRS = {"mlp": _expr_mlp, "softmaxish": _expr_softmaxish, "batched": _expr_batched,

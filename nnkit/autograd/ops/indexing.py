@@ -294,7 +294,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
 
 def repeat_interleave(input, repeats, dim=None):
     """Repeat each element ``repeats`` times along ``dim`` (flattened when None)."""
-    from nnkit.autograd.factories import arange, tensor
+    from nnkit.autograd.factories import arange
     from nnkit.autograd.tensor import Tensor
 
     x = reshape(input, (-1,)) if dim is None else input
@@ -306,9 +306,11 @@ def repeat_interleave(input, repeats, dim=None):
                          f"{d} has size {n}")
     if (reps < 0).any():
         raise ValueError("repeat_interleave: repeats must be non-negative")
+    # the index is built where input lives: no round trip of an arange through the host
+    counts = int(reps.reshape(-1)[0]) if reps.size == 1 else [int(r) for r in reps]
     with no_grad():
         base = arange(n, device=input.device)
-        idx = tensor(np.repeat(base.numpy(), reps), device=input.device)
+        idx = Tensor._from_mat(base._impl.data.repeat(counts, 0))
     return index_select(x, d, idx)
 
 

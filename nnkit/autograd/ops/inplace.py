@@ -137,13 +137,18 @@ def _raise_if_read_only(name, exc) -> None:
             from None
 
 
-def _check_binary(x, other, name):
-    """In-place results keep ``x``'s dtype and shape: reject what would not fit."""
+def _check_binary(x, other, name, *, same_device=True):
+    """In-place results keep ``x``'s dtype, shape and device: reject what would not fit."""
     from nnkit.autograd.ops.shape import broadcast_shapes
     from nnkit.autograd.tensor import Tensor
 
     xk = x._impl.data.array.dtype.kind
     if isinstance(other, Tensor):
+        xm, om = x._impl.data, other._impl.data
+        if same_device and (om.__class__ is not xm.__class__ or xm.multi_device) \
+                and om.device != xm.device:
+            raise RuntimeError(f"{name}: expected both tensors on the same device, found "
+                               f"{xm.device} (self) and {om.device} (other)")
         ok = other._impl.data.array.dtype.kind
         if ok == xk and other._impl.data.array.shape == x._impl.data.array.shape:
             return  # the common case (optimizer updates): nothing to check
@@ -244,7 +249,8 @@ def copy_(x, src):
 
     if not isinstance(src, Tensor):
         src = tensor(src, dtype=x.dtype, device=x.device)
-    _check_binary(x, src, "copy_") if src._impl.data.dtype.kind != "f" else None
+    if src._impl.data.dtype.kind != "f":
+        _check_binary(x, src, "copy_", same_device=False)
     from nnkit.autograd.ops.shape import broadcast_shapes
 
     if broadcast_shapes(x.shape, src.shape) != x.shape:
