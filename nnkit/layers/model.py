@@ -1,7 +1,8 @@
 """``Model``: a Module that is a whole network, the home of the Keras training API.
 
-``compile``/``fit``/``evaluate``/``predict`` will live here (DESIGN §3, "Training");
-for now a Model is a Module with :meth:`Model.summary`.
+``compile``/``fit``/``evaluate``/``predict``/``save`` come from
+:class:`nnkit.training.Trainer` (DESIGN §3, "Training"); this file adds
+:meth:`Model.summary`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from nnkit.autograd.factories import zeros
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.module import Module
+from nnkit.training.trainer import Trainer
 
 __all__ = ["Model"]
 
@@ -24,11 +26,23 @@ def _shape_of(out) -> str:
     return "?"
 
 
-class Model(Module):
+class Model(Trainer, Module):
     """A network: subclass it (write ``__init__`` and ``forward``) or use ``Sequential``.
 
-    It is the future home of the Keras-style training API (``compile``, ``fit``,
-    ``evaluate``, ``predict``); today it adds :meth:`summary` to :class:`Module`.
+    A Model is a :class:`Module` with the Keras-style training API of
+    :class:`~nnkit.training.Trainer` (``compile``, ``fit``, ``evaluate``, ``predict``,
+    ``save``, ``save_weights``, ``load_weights``) and :meth:`summary`.
+
+    Example:
+        >>> class MLP(nnkit.Model):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.hidden, self.out = Dense(64, activation="relu"), Dense(10)
+        ...     def forward(self, x):
+        ...         return self.out(self.hidden(x))
+        >>> model = MLP()
+        >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
+        >>> history = model.fit(x_train, y_train, epochs=5, validation_split=0.1)
     """
 
     def summary(self, input_shape: tuple | None = None,
@@ -68,8 +82,10 @@ class Model(Module):
         was_training = self.training
         try:
             self.eval()
-            with no_grad():
-                self(zeros((1,) + input_shape))
+            with no_grad():  # the probe batch goes where the (built) weights live
+                dev = next((t.device for store in ("_parameters", "_buffers")
+                            for _, t in self._named_members(store, "", True)), None)
+                self(zeros((1,) + input_shape, device=dev))
         finally:
             self.train(was_training)
             for h in handles:

@@ -1,0 +1,24 @@
+"""Callbacks of ``Model.fit``/``evaluate``/``predict`` (Keras names and hooks).
+
+Example:
+    >>> from nnkit.callbacks import EarlyStopping, ModelCheckpoint
+    >>> model.fit(x, y, epochs=50, validation_split=0.1,
+    ...           callbacks=[EarlyStopping(patience=3, restore_best_weights=True),
+    ...                      ModelCheckpoint("best.h5", save_best_only=True)])
+"""
+
+from nnkit.callbacks.backup_and_restore import BackupAndRestore
+from nnkit.callbacks.callback import Callback
+from nnkit.callbacks.callback_list import CallbackList
+from nnkit.callbacks.csv_logger import CSVLogger
+from nnkit.callbacks.early_stopping import EarlyStopping
+from nnkit.callbacks.history import History
+from nnkit.callbacks.learning_rate_scheduler import LearningRateScheduler
+from nnkit.callbacks.model_checkpoint import ModelCheckpoint
+from nnkit.callbacks.progbar_logger import ProgbarLogger
+from nnkit.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from nnkit.callbacks.terminate_on_nan import TerminateOnNaN
+
+__all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
+           "ModelCheckpoint", "ReduceLROnPlateau", "LearningRateScheduler", "CSVLogger",
+           "TerminateOnNaN", "BackupAndRestore"]

@@ -1,0 +1,45 @@
+"""``History``: records every epoch's logs; ``fit`` returns it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nnkit.callbacks.callback import Callback
+
+__all__ = ["History"]
+
+
+class History(Callback):
+    """Collects the logs of each epoch; ``Model.fit`` adds one and returns it.
+
+    Attributes:
+        history: ``{log_name: [value per epoch]}``, e.g. ``history['val_loss']``.
+        epoch: the indices of the epochs recorded (from ``initial_epoch`` on).
+        params: the loop's parameters (``verbose``, ``epochs``, ``steps``).
+
+    Example:
+        >>> history = model.fit(x, y, epochs=3, validation_split=0.2, verbose=0)
+        >>> len(history.history["val_loss"]), history.epoch
+        (3, [0, 1, 2])
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: dict[str, list[float]] = {}
+        self.epoch: list[int] = []
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        self.epoch = []
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self.epoch.append(epoch)
+        for name, value in (logs or {}).items():
+            self.history.setdefault(name, []).append(value)
+        self.model.history = self
+
+    def __repr__(self) -> str:
+        return f"History(epochs={len(self.epoch)}, keys={sorted(self.history)})"
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing: a resumed run records its own epochs, as in Keras."""
+        return {}

@@ -1,0 +1,103 @@
+"""``ProgbarLogger``: the tqdm progress bar of ``fit``, ``evaluate`` and ``predict``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from nnkit.callbacks.callback import Callback
+
+__all__ = ["ProgbarLogger"]
+
+
+def format_logs(logs: dict | None) -> str:
+    """``'loss: 0.1234 - accuracy: 0.9500'`` (Keras's one-line form)."""
+    return " - ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}"
+                      for k, v in (logs or {}).items())
+
+
+class ProgbarLogger(Callback):
+    """Shows progress on standard output; added by ``fit``/``evaluate``/``predict``.
+
+    With ``verbose=1`` each epoch gets a tqdm bar (steps done, rate, running logs) that
+    stays on screen when the epoch ends; ``verbose=2`` prints one line per epoch;
+    ``verbose=0`` adds no logger at all. Validation inside ``fit`` shows no bar of its
+    own: its ``val_*`` logs appear on the epoch's line.
+
+    Example:
+        >>> model.fit(x, y, epochs=2, verbose=1)
+        Epoch 1/2: 100%|██████████| 45/45 [00:00<00:00, 310.2step/s, loss=0.98, ...]
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bar: Any = None
+        self._in_fit = False
+        self._start = 0.0
+
+    @property
+    def _verbose(self) -> int:
+        return int(self.params.get("verbose", 1))
+
+    def _open(self, desc: str) -> None:
+        self._start = time.perf_counter()
+        if self._verbose == 1:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.params.get("steps"), desc=desc, unit="step",
+                             file=sys.stdout, leave=True, dynamic_ncols=True)
+
+    def _postfix(self, logs: dict | None, refresh: bool) -> None:
+        self._bar.set_postfix({k: f"{v:.4g}" for k, v in (logs or {}).items()
+                               if isinstance(v, float)}, refresh=refresh)
+
+    def _advance(self, logs: dict | None) -> None:
+        if self._bar is not None:
+            self._postfix(logs, refresh=False)
+            self._bar.update(1)
+
+    def _close(self, title: str, logs: dict | None) -> None:
+        if self._bar is not None:
+            self._postfix(logs, refresh=True)
+            self._bar.close()
+            self._bar = None
+        elif self._verbose == 2:
+            seconds = time.perf_counter() - self._start
+            print(f"{title} - {seconds:.1f}s - {format_logs(logs)}", file=sys.stdout, flush=True)
+
+    def on_train_begin(self, logs=None):
+        self._in_fit = True
+
+    def on_train_end(self, logs=None):
+        self._in_fit = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._open(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._advance(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._close(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
+
+    def on_test_begin(self, logs=None):
+        if not self._in_fit:
+            self._open("Evaluate")
+
+    def on_test_batch_end(self, batch, logs=None):
+        if not self._in_fit:
+            self._advance(logs)
+
+    def on_test_end(self, logs=None):
+        if not self._in_fit:
+            self._close("Evaluate", logs)
+
+    def on_predict_begin(self, logs=None):
+        self._open("Predict")
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self._advance(None)
+
+    def on_predict_end(self, logs=None):
+        self._close("Predict", None)

@@ -1,0 +1,515 @@
+"""The Keras-style training API of :class:`~nnkit.Model`: compile, fit, evaluate, predict.
+
+There is one loop for every backend (STYLE §18). It is built from small overridable
+units, as in Keras's ``trainer.py``: :meth:`Trainer.train_step`,
+:meth:`Trainer.test_step` and :meth:`Trainer.predict_step` handle one batch (already on
+the model's device) and return a dict of logs (or the outputs); the loop averages the
+logs over the epoch, weighting each batch by its size, and drives the callbacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import nnkit
+from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.tensor import Tensor
+from nnkit.training import data_adapter as da
+from nnkit.training.compile_utils import (
+    CompileConfig,
+    check_optimizer,
+    make_optimizer,
+    resolve_loss,
+    resolve_metrics,
+)
+from nnkit.training.metrics import MeanTracker
+
+__all__ = ["Trainer", "FitState"]
+
+
+@dataclass
+class FitState:
+    """What callbacks may need from a running ``fit`` (read by ``BackupAndRestore``).
+
+    Attributes:
+        loader: the training loader (its ``state_dict`` is checkpointed if it has one).
+        callbacks: the :class:`~nnkit.callbacks.CallbackList` of the call.
+    """
+
+    loader: Iterable
+    callbacks: Any
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_numpy(v) for k, v in value.items()}
+    return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+
+
+def _concat(batches: list) -> Any:
+    first = batches[0]
+    if isinstance(first, (tuple, list)):
+        return type(first)(_concat([b[i] for b in batches]) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {k: _concat([b[k] for b in batches]) for k in first}
+    return np.concatenate(batches, axis=0)
+
+
+def _num_steps(loader: Iterable) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
+class Trainer:
+    """Mixin that gives :class:`~nnkit.Model` ``compile``/``fit``/``evaluate``/``predict``.
+
+    Attributes:
+        optimizer: the compiled optimizer; created over the parameters when the model is
+            built (at the first ``fit`` batch for a lazily built model).
+        stop_training: set to True (by a callback) to end ``fit`` after the current batch.
+        history: the :class:`~nnkit.callbacks.History` of the last ``fit``.
+    """
+
+    _compiled: CompileConfig | None = None
+    _fit_state: FitState | None = None
+    stop_training: bool = False
+    history: Any = None
+
+    # ------------------------------------------------------------------ compile
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
+                lr: float | None = None, loss_weights: Any = None) -> None:
+        """Configure the model for training.
+
+        Args:
+            optimizer: a name (``'sgd'``, ``'adam'``, ``'adamw'``, ``'rmsprop'``,
+                ``'adagrad'``; Keras's default learning rates), an
+                :class:`~nnkit.optim.Optimizer` over this model's parameters, or a
+                callable ``params -> Optimizer`` (e.g. ``functools.partial(SGD, lr=0.1)``).
+                By name or callable, it is created when the model is built, so a lazily
+                built model may be compiled before its first batch.
+            loss: a name (``'cross_entropy'``, ``'sparse_categorical_crossentropy'``,
+                ``'categorical_crossentropy'``, ``'mse'``, ``'mae'``, ``'bce'``,
+                ``'bce_with_logits'``, ``'huber'``, ``'nll'``), a callable
+                ``loss(y_pred, y_true) -> Tensor`` (e.g. a loss module), or a list of these,
+                one per output of a multi-output model.
+            metrics: a list of names (``'accuracy'``/``'acc'``, ``'binary_accuracy'``,
+                ``'mae'``, ``'mse'``, ``'top_k_accuracy'``) or callables
+                ``metric(y_pred, y_true)``; logged under the name (or ``__name__``).
+            lr: the learning rate of an optimizer given by name or callable.
+            loss_weights: with a list of losses, one weight each (the total loss is the
+                weighted sum); with one loss, a single factor.
+
+        Raises:
+            ValueError: for an unknown optimizer, loss or metric name (the message lists
+                the valid ones), ``lr`` with an optimizer instance, or ``loss_weights``
+                that do not match the losses.
+            TypeError: for an optimizer, loss or metric of an unsupported type.
+
+        Example:
+            >>> model = nnkit.Sequential([Dense(64, activation="relu"), Dense(10)])
+            >>> model.compile("adam", "cross_entropy", metrics=["accuracy"], lr=3e-3)
+        """
+        check_optimizer(optimizer, lr)
+        resolved_loss = resolve_loss(loss)
+        weights = self._check_loss_weights(resolved_loss, loss_weights)
+        config = CompileConfig(optimizer, lr, resolved_loss, weights, resolve_metrics(metrics))
+        if isinstance(optimizer, nnkit.optim.Optimizer):
+            config.optimizer = optimizer
+        self._compiled = config
+
+    @staticmethod
+    def _check_loss_weights(loss: Any, loss_weights: Any) -> list[float] | None:
+        if loss_weights is None:
+            return None
+        weights = [float(w) for w in
+                   (loss_weights if isinstance(loss_weights, (list, tuple)) else [loss_weights])]
+        expected = len(loss) if isinstance(loss, list) else 1
+        if len(weights) != expected:
+            raise ValueError(f"loss_weights has {len(weights)} entries but there are "
+                             f"{expected} losses")
+        return weights
+
+    @property
+    def compiled(self) -> bool:
+        """Whether :meth:`compile` has been called."""
+        return self._compiled is not None
+
+    @property
+    def optimizer(self) -> Any:
+        """The optimizer (None before compile, or before a lazy model is built)."""
+        return None if self._compiled is None else self._compiled.optimizer
+
+    @optimizer.setter
+    def optimizer(self, value: Any) -> None:
+        self._require_compiled("setting the optimizer")
+        self._compiled.optimizer = value
+
+    def _require_compiled(self, caller: str) -> CompileConfig:
+        if self._compiled is None:
+            raise RuntimeError(f"You must call compile() first: {type(self).__name__} has no "
+                               f"optimizer or loss yet ({caller} needs them)")
+        return self._compiled
+
+    # ------------------------------------------------------------------- steps
+    def compute_loss(self, x: Any, y: Any, y_pred: Any) -> Tensor:
+        """The compiled loss of one batch (the weighted sum over outputs).
+
+        Args:
+            x: the inputs (unused by the default; available to overrides).
+            y: the targets.
+            y_pred: the model's outputs.
+
+        Returns:
+            A 0-d Tensor.
+
+        Raises:
+            ValueError: if no loss was compiled, the batch has no targets, or a list of
+                losses does not match the number of outputs.
+        """
+        return self._require_compiled("compute_loss").compute_loss(y, y_pred)
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any) -> dict[str, Any]:
+        """The compiled metrics of one batch (on the first output of a multi-output model).
+
+        Returns:
+            ``{name: value}``, values as 0-d Tensors or numbers.
+        """
+        return self._require_compiled("compute_metrics").compute_metrics(y, y_pred)
+
+    def train_step(self, batch: Any) -> dict[str, Any]:
+        """One optimisation step on one batch: forward, loss, backward, optimizer step.
+
+        Override it for custom training (GANs, gradient accumulation, ...); the loop
+        averages whatever it returns over the epoch.
+
+        Args:
+            batch: ``(x, y)`` (or ``(x,)``), already on the model's device.
+
+        Returns:
+            The batch's logs: ``{'loss': ..., <metric>: ...}`` (Tensors or numbers).
+
+        Example:
+            >>> class Clipped(nnkit.Sequential):
+            ...     def train_step(self, batch):
+            ...         x, y = batch
+            ...         loss = self.compute_loss(x, y, self(x))
+            ...         self.optimizer.zero_grad(); loss.backward()
+            ...         nnkit.nn.utils.clip_grad_norm_(self.parameters(), 1.0)
+            ...         self.optimizer.step()
+            ...         return {"loss": loss}
+        """
+        x, y = da.unpack_batch(batch)
+        y_pred = self._forward(x)
+        loss = self.compute_loss(x, y, y_pred)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return {"loss": loss.detach(), **self.compute_metrics(x, y, y_pred)}
+
+    def test_step(self, batch: Any) -> dict[str, Any]:
+        """Loss and metrics of one batch, without updating anything (runs under no_grad).
+
+        Args:
+            batch: ``(x, y)``, already on the model's device.
+
+        Returns:
+            The batch's logs: ``{'loss': ..., <metric>: ...}``.
+        """
+        x, y = da.unpack_batch(batch)
+        y_pred = self._forward(x)
+        return {"loss": self.compute_loss(x, y, y_pred), **self.compute_metrics(x, y, y_pred)}
+
+    def predict_step(self, batch: Any) -> Any:
+        """The model's output for one batch (targets in the batch are ignored).
+
+        Args:
+            batch: ``x``, ``(x,)`` or ``(x, y)``, already on the model's device.
+
+        Returns:
+            The output Tensor (or structure of Tensors).
+        """
+        x, _ = da.unpack_batch(batch)
+        return self._forward(x)
+
+    def _forward(self, x: Any) -> Any:
+        return self(*x) if isinstance(x, tuple) else self(x)
+
+    # ------------------------------------------------------------------ helpers
+    def _target(self) -> tuple[Any, Any]:
+        """The device and float dtype batches are moved to: those of the parameters."""
+        for store in ("_parameters", "_buffers"):
+            for _, tensor in self._named_members(store, "", True):
+                if tensor.is_floating_point():
+                    return tensor.device, tensor.dtype
+        return nnkit.device("cpu"), nnkit.get_default_dtype()
+
+    def _to_device(self, batch: Any) -> Any:
+        device, dtype = self._target()
+        return da.to_device(batch, device, dtype)
+
+    @contextlib.contextmanager
+    def _mode(self, training: bool) -> Iterator[None]:
+        """Run in train/eval mode, restoring the model's previous mode afterwards."""
+        was_training = self.training
+        self.train(training)
+        try:
+            yield
+        finally:
+            self.train(was_training)
+
+    def _build_from(self, data: da.EpochIterator) -> None:
+        """Build lazy layers on the first batch, then create the optimizer (Keras order)."""
+        if not all(m.built for m in self.modules()):
+            x, _ = da.unpack_batch(self._to_device(data.peek()))
+            with self._mode(False), no_grad():
+                self._forward(x)
+        config = self._compiled
+        if config.optimizer is None:
+            config.optimizer = make_optimizer(config.optimizer_spec, config.lr,
+                                              list(self.parameters()))
+
+    def _callbacks(self, callbacks: Any, verbose: int, *, history: bool = False,
+                   epochs: int = 1, steps: int | None = None) -> Any:
+        from nnkit.callbacks import CallbackList
+
+        if isinstance(callbacks, CallbackList):
+            return callbacks
+        return CallbackList(callbacks, add_history=history, add_progbar=verbose != 0,
+                            model=self, verbose=verbose, epochs=epochs, steps=steps)
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, x: Any = None, y: Any = None, batch_size: int = 32, epochs: int = 1,
+            verbose: int = 1, callbacks: Any = None, validation_split: float = 0.0,
+            validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
+            steps_per_epoch: int | None = None, seed: int | None = None) -> Any:
+        """Train the model for ``epochs`` epochs.
+
+        Args:
+            x: inputs as NumPy arrays or Tensors (with ``y``), a
+                :class:`~nnkit.data.Dataset`, or a :class:`~nnkit.data.DataLoader` (or any
+                re-iterable) yielding ``(x, y)`` batches.
+            y: targets aligned with array/Tensor ``x``; None for a Dataset/DataLoader.
+            batch_size: samples per batch (ignored for a DataLoader).
+            epochs: the index of the last epoch, plus one (training runs epochs
+                ``initial_epoch .. epochs - 1``).
+            verbose: 0 silent, 1 a tqdm bar per epoch, 2 one line per epoch.
+            callbacks: :class:`~nnkit.callbacks.Callback` instances.
+            validation_split: fraction of array/Tensor samples held out for validation:
+                the *last* ones, taken before shuffling (Keras semantics).
+            validation_data: ``(x_val, y_val)`` arrays/Tensors, or a Dataset/DataLoader;
+                takes precedence over ``validation_split``.
+            shuffle: reshuffle array/Dataset samples every epoch.
+            initial_epoch: the epoch to start at (to resume a run).
+            steps_per_epoch: batches per epoch; the loader is restarted when exhausted.
+            seed: the shuffling seed of the loader built over arrays/Datasets (None draws
+                one from nnkit's global generator).
+
+        Returns:
+            A :class:`~nnkit.callbacks.History` (``history.history['loss']``, ...).
+
+        Raises:
+            RuntimeError: if :meth:`compile` was not called first.
+            ValueError: for x/y of different lengths, y with a Dataset/DataLoader, or
+                ``validation_split`` outside ``[0, 1)`` or with a Dataset/DataLoader.
+
+        Example:
+            >>> x_train, y_train, x_test, y_test = nnkit.data.load_digits()
+            >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
+            >>> history = model.fit(x_train, y_train, epochs=5, validation_split=0.1)
+            >>> history.history["val_accuracy"][-1]
+            0.97...
+        """
+        self._require_compiled("fit")
+        train, val = self._fit_data(x, y, batch_size, validation_split, validation_data,
+                                    shuffle, seed)
+        data = da.EpochIterator(train, steps_per_epoch)
+        self._build_from(data)
+        cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
+                              steps=data.num_steps)
+        self._fit_state, self.stop_training = FitState(train, cbs), False
+        self._initial_epoch = initial_epoch
+        try:
+            with self._mode(True):
+                cbs.on_train_begin()
+                logs = self._fit_epochs(self._initial_epoch, epochs, data, val, cbs)
+                cbs.on_train_end(logs)
+        finally:
+            self._fit_state = None
+        return cbs.history
+
+    def _fit_data(self, x: Any, y: Any, batch_size: int, validation_split: float,
+                  validation_data: Any, shuffle: bool, seed: int | None) -> tuple:
+        if validation_data is None and validation_split:
+            x, y, x_val, y_val = da.split_validation(x, y, validation_split)
+            validation_data = (x_val, y_val)
+        train = da.make_loader(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        return train, self._validation_loader(validation_data, batch_size)
+
+    @staticmethod
+    def _validation_loader(validation_data: Any, batch_size: int) -> Iterable | None:
+        if validation_data is None:
+            return None
+        if isinstance(validation_data, tuple):
+            if len(validation_data) != 2:
+                raise ValueError("validation_data must be (x_val, y_val), a Dataset or a "
+                                 f"DataLoader; got a tuple of {len(validation_data)} items")
+            return da.make_loader(*validation_data, batch_size=batch_size, caller="fit")
+        return da.make_loader(validation_data, batch_size=batch_size, caller="fit")
+
+    def _fit_epochs(self, first: int, epochs: int, data: da.EpochIterator,
+                    val: Iterable | None, cbs: Any) -> dict:
+        logs: dict = {}
+        for epoch in range(first, epochs):
+            cbs.on_epoch_begin(epoch)
+            logs = self._train_epoch(data, cbs)
+            if val is not None:
+                val_logs = self._test_loop(val, cbs)
+                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, logs)
+            if self.stop_training:
+                break
+        return logs
+
+    def _train_epoch(self, data: da.EpochIterator, cbs: Any) -> dict:
+        self.train()
+        tracker = MeanTracker()
+        for step, batch in data.epoch():
+            cbs.on_train_batch_begin(step)
+            batch = self._to_device(batch)
+            tracker.update(self.train_step(batch), da.batch_size_of(da.unpack_batch(batch)[0]))
+            cbs.on_train_batch_end(step, tracker.result())
+            if self.stop_training:
+                break
+        return tracker.result()
+
+    # ---------------------------------------------------------------- evaluate
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: int = 32, verbose: int = 1,
+                 callbacks: Any = None, return_dict: bool = True) -> dict | list | float:
+        """Loss and metrics of the model on ``x``/``y``, in eval mode and under no_grad.
+
+        Args:
+            x: arrays/Tensors (with ``y``), a Dataset or a DataLoader of ``(x, y)``.
+            y: targets aligned with array/Tensor ``x``.
+            batch_size: samples per batch (ignored for a DataLoader).
+            verbose: 0 silent, 1 a progress bar, 2 one line.
+            callbacks: callbacks receiving the ``on_test_*`` hooks.
+            return_dict: return ``{'loss': ..., <metric>: ...}``; otherwise a list in
+                that order (a float if there are no metrics).
+
+        Returns:
+            The means over all samples (each batch weighted by its size).
+
+        Raises:
+            RuntimeError: if :meth:`compile` was not called first.
+            ValueError: for x/y of different lengths or a missing loss.
+
+        Example:
+            >>> model.evaluate(x_test, y_test, verbose=0)
+            {'loss': 0.11, 'accuracy': 0.97}
+        """
+        self._require_compiled("evaluate")
+        loader = da.make_loader(x, y, batch_size=batch_size, caller="evaluate")
+        cbs = self._callbacks(callbacks, verbose, steps=_num_steps(loader))
+        logs = self._test_loop(loader, cbs)
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def _test_loop(self, loader: Iterable, cbs: Any) -> dict:
+        tracker = MeanTracker()
+        cbs.on_test_begin()
+        with self._mode(False), no_grad():
+            for step, batch in enumerate(loader):
+                cbs.on_test_batch_begin(step)
+                batch = self._to_device(batch)
+                tracker.update(self.test_step(batch),
+                               da.batch_size_of(da.unpack_batch(batch)[0]))
+                cbs.on_test_batch_end(step, tracker.result())
+        logs = tracker.result()
+        cbs.on_test_end(logs)
+        return logs
+
+    # ----------------------------------------------------------------- predict
+    def predict(self, x: Any, batch_size: int = 32, verbose: int = 0,
+                callbacks: Any = None) -> Any:
+        """The model's outputs for ``x`` as host NumPy arrays (eval mode, no_grad).
+
+        Args:
+            x: arrays/Tensors, a Dataset or a DataLoader (targets in its batches are
+                ignored).
+            batch_size: samples per batch (ignored for a DataLoader).
+            verbose: 0 silent, 1 a progress bar, 2 one line.
+            callbacks: callbacks receiving the ``on_predict_*`` hooks.
+
+        Returns:
+            An ndarray of the outputs concatenated along the batch axis (a tuple/dict of
+            ndarrays for a model with several outputs).
+
+        Example:
+            >>> probs = nnkit.softmax(nnkit.tensor(model.predict(x_test)), -1)
+        """
+        loader = da.make_loader(x, None, batch_size=batch_size, caller="predict")
+        cbs = self._callbacks(callbacks, verbose, steps=_num_steps(loader))
+        outputs = []
+        cbs.on_predict_begin()
+        with self._mode(False), no_grad():
+            for step, batch in enumerate(loader):
+                cbs.on_predict_batch_begin(step)
+                output = self.predict_step(self._to_device(batch))
+                outputs.append(_to_numpy(output))
+                cbs.on_predict_batch_end(step, {"outputs": output})
+        cbs.on_predict_end()
+        return _concat(outputs)
+
+    # ------------------------------------------------------------------ saving
+    def save(self, path: str) -> None:
+        """Save a full checkpoint: weights, optimizer state and the compile config (JSON).
+
+        Args:
+            path: the HDF5 file to write (atomically).
+
+        Raises:
+            NotBuiltError: if a lazily built layer has not been built yet.
+
+        Example:
+            >>> model.save("model.h5")
+            >>> nnkit.io.load_checkpoint("model.h5", model=model, optimizer=model.optimizer)
+        """
+        from nnkit import io
+
+        config = None if self._compiled is None else self._compiled.to_json()
+        io.save_checkpoint(path, model=self, optimizer=self.optimizer, config=config)
+
+    def save_weights(self, path: str) -> None:
+        """Save the weights (the ``state_dict``) to an HDF5 file.
+
+        Raises:
+            NotBuiltError: if a lazily built layer has not been built yet.
+        """
+        from nnkit import io
+
+        io.save_weights(path, self)
+
+    def load_weights(self, path: str, strict: bool = True) -> Any:
+        """Load weights saved by :meth:`save_weights` (or :meth:`save`).
+
+        Args:
+            path: the HDF5 file.
+            strict: require the file's keys to match the model's exactly.
+
+        Returns:
+            What :func:`nnkit.io.load_weights` returns (the missing/unexpected keys).
+        """
+        from nnkit import io
+
+        return io.load_weights(path, self, strict=strict)
