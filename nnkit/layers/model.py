@@ -53,9 +53,12 @@ class Model(Trainer, Module):
             input_shape: the shape of one input *without* the batch dimension; when
                 given, a batch of one zero sample is run through the model (in eval mode,
                 without gradients) to find each layer's output shape and build lazy layers.
+                Defaults to the input shape ``fit`` saw, if any.
             print_fn: where each line goes (default ``print``).
         """
         shapes: dict[Module, str] = {}
+        if input_shape is None:
+            input_shape = self.__dict__.get("_sample_shape")
         if input_shape is not None:
             self._trace_shapes(tuple(input_shape), shapes)
         header = ("Layer (type)", "Output Shape", "Param #")

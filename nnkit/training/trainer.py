@@ -268,8 +268,10 @@ class Trainer:
 
     def _build_from(self, data: da.EpochIterator) -> None:
         """Build lazy layers on the first batch, then create the optimizer (Keras order)."""
+        x, _ = da.unpack_batch(self._to_device(data.peek()))
+        if hasattr(x, "shape"):
+            self._sample_shape = tuple(x.shape[1:])  # lets summary() show output shapes
         if not all(m.built for m in self.modules()):
-            x, _ = da.unpack_batch(self._to_device(data.peek()))
             with self._mode(False), no_grad():
                 self._forward(x)
         config = self._compiled

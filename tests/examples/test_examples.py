@@ -18,3 +18,8 @@ def _load(name):
 def test_train_digits_mlp_learns():
     accuracy = _load("train_digits_mlp").train(epochs=4, verbose=False)
     assert accuracy > 0.9
+
+
+def test_fit_digits_cnn_learns(capsys):
+    result = _load("fit_digits_cnn").main(epochs=4, verbose=0)
+    assert result["accuracy"] > 0.8
