@@ -1,0 +1,63 @@
+"""The ``nnkit`` command line: train, evaluate and use models described by YAML.
+
+Commands (``nnkit --help``; each imports the rest of nnkit only when it runs)::
+
+    nnkit train CONFIG.yaml [--set key.path=value ...] [--resume CKPT] [--device D] [--dry-run]
+    nnkit evaluate CONFIG.yaml --checkpoint CKPT
+    nnkit predict CONFIG.yaml --checkpoint CKPT --input FILE [--output FILE]
+    nnkit summary CONFIG.yaml
+    nnkit --version
+
+Config schema (``examples/digits_mlp.yaml`` and ``examples/digits_cnn.yaml`` are
+commented examples). Unknown keys are errors; defaults in brackets::
+
+    seed: int [0]               nnkit.manual_seed, the test split and the shuffling
+    device: str [cpu]           'cpu', 'cuda', 'cuda:N' (--device replaces it)
+    data:                       required
+      name: str                 digits | moons | spirals | csv | npz | idx
+      batch_size: int [32]
+      shuffle: bool [true]      reshuffle the training samples every epoch
+      validation_split: float [0.0]   last fraction of the training split held out
+      test_size: float [0.2]    fraction held out as the test split (0: none)
+      # digits:  scale [true], flatten [true] (false: samples of shape (1, 8, 8))
+      # moons:   n_samples [500], noise [0.1]
+      # spirals: n_samples [300], n_classes [3], noise [0.2]
+      # csv:     path, test_path [null], target [-1] (index or name), header ['infer'],
+      #          delimiter [',']
+      # npz:     path, test_path [null], x_key ['x'], y_key ['y']
+      # idx:     images, labels, test_images [null], test_labels [null],
+      #          scale [true] (divide by 255), flatten [true]
+    model:                      required
+      input_shape: [int, ...]   optional: one sample's shape, checked against the data
+      layers:                   a Sequential of nnkit.layers classes, in order:
+        - {type: Dense, units: 128, activation: relu}   other keys are keyword arguments
+        - Flatten                                        a bare name: no arguments
+    optimizer: {name: adam, lr: 0.001, ...} [adam]   sgd | adam | adamw | rmsprop | adagrad;
+                                #   other keys are the optimizer's keyword arguments
+    scheduler: {name: StepLR, step_size: 10, ...} [null]   an nnkit.optim.lr_scheduler
+                                #   class, stepped once per epoch
+    loss: str [cross_entropy]   a loss name Model.compile accepts
+    metrics: [str, ...] [[]]    metric names Model.compile accepts (accuracy, mae, ...)
+    train:
+      epochs: int [10]
+      verbose: int [2]          0 silent, 1 a progress bar, 2 one line per epoch
+    callbacks: [{type: EarlyStopping, patience: 3}, ...] [[]]   nnkit.callbacks classes;
+                                #   relative filepath/filename/backup_dir go in output.dir
+    output:
+      dir: str [runs/<config file stem>]
+      checkpoint: str [last.h5] the final checkpoint (weights, optimizer, scheduler,
+                                #   epoch and this config as YAML)
+      best: str [null]          also keep the best epoch's model here (ModelCheckpoint)
+      monitor: str [null]       what "best" means (default val_loss, or loss without
+                                #   validation)
+
+``--set a.b=value`` overrides any key (``--set model.layers[0].units=64``); the value
+is parsed as YAML and the result is validated like the file. Relative paths are taken
+from the current directory. A config error prints one line naming the key, e.g.
+``config error: model.layers[2].type: unknown layer 'Dense2' (did you mean 'Dense'?)``,
+to stderr and exits with status 2.
+"""
+
+from nnkit.cli.app import app, main
+
+__all__ = ["app", "main"]

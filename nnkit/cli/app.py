@@ -1,0 +1,145 @@
+"""The ``nnkit`` typer app: argument parsing only; the work is in :mod:`nnkit.cli.commands`.
+
+Nothing heavier than typer is imported here at module level: each command imports
+:mod:`nnkit.cli.commands` (and through it the layers, optimizers, data and IO) when it
+runs, so ``nnkit --version`` and ``nnkit --help`` answer at once (as MLX's
+``__main__.py`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nnkit.cli.errors import CLIError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="nnkit",
+    help="Train, evaluate and use nnkit models described by a YAML config.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+ConfigArg = Annotated[Path, typer.Argument(help="The run's YAML config.", show_default=False)]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY.PATH=VALUE",
+        help="Override a config value (YAML-typed), e.g. --set train.epochs=2; repeatable.",
+    ),
+]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(help="Device to run on ('cpu', 'cuda', 'cuda:N'); replaces the config's device."),
+]
+CheckpointOpt = Annotated[
+    Path, typer.Option(help="A checkpoint written by nnkit train.", show_default=False)
+]
+
+
+def _run(command: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """Call a command; a :class:`CLIError` becomes one line on stderr and exit status 2."""
+    try:
+        command(*args, **kwargs)
+    except CLIError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import nnkit
+
+        typer.echo(f"nnkit {nnkit.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print nnkit's version."
+        ),
+    ] = False,
+) -> None:
+    """Train, evaluate and use nnkit models described by a YAML config."""
+
+
+@app.command()
+def train(
+    config: ConfigArg,
+    set_: SetOpt = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Continue from a checkpoint written by nnkit train (its next epoch)."),
+    ] = None,
+    device: DeviceOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Validate, build the model on one batch, print its summary; train nothing.",
+        ),
+    ] = False,
+) -> None:
+    """Train the configured model, save a checkpoint and print the final metrics."""
+    from nnkit.cli import commands
+
+    _run(commands.train, config, set_ or [], resume=resume, device=device, dry_run=dry_run)
+
+
+@app.command()
+def evaluate(
+    config: ConfigArg, checkpoint: CheckpointOpt, set_: SetOpt = None, device: DeviceOpt = None
+) -> None:
+    """Print the loss and metrics of a checkpoint on the config's test split."""
+    from nnkit.cli import commands
+
+    _run(commands.evaluate, config, checkpoint, set_ or [], device=device)
+
+
+@app.command()
+def predict(
+    config: ConfigArg,
+    checkpoint: CheckpointOpt,
+    input: Annotated[
+        Path,
+        typer.Option(  # noqa: A002 (the option is --input)
+            help="Samples to predict: .npy, .npz (array 'x') or .csv.", show_default=False
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the raw outputs to this .npy or .csv file instead of printing "
+            "one line per sample."
+        ),
+    ] = None,
+    set_: SetOpt = None,
+    device: DeviceOpt = None,
+) -> None:
+    """Print (or save) the model's predictions for the samples in a file."""
+    from nnkit.cli import commands
+
+    _run(commands.predict, config, checkpoint, input, output, set_ or [], device=device)
+
+
+@app.command()
+def summary(config: ConfigArg, set_: SetOpt = None) -> None:
+    """Print the configured model's layers, output shapes and parameter counts."""
+    from nnkit.cli import commands
+
+    _run(commands.summary, config, set_ or [])
+
+
+def main() -> None:
+    """The ``nnkit`` console script."""
+    app(prog_name="nnkit")
