@@ -105,6 +105,13 @@ class SavedTensor:
             impl = TensorImpl(mat, True)
             acc = grad_edge(self.impl)[0]  # held strongly: a weakref to it would die here
             impl._grad_acc = lambda: acc
+        elif kind == "output":
+            # An output's grad_fn is the saving node itself, passed in rather than
+            # stored: storing it would make a node -> saved -> node reference cycle.
+            impl = TensorImpl(mat, self.output_nr >= 0)
+            if self.output_nr >= 0:
+                impl.grad_fn = node
+                impl.output_nr = self.output_nr
         elif kind == "const" or self.grad_fn is None:
             impl = TensorImpl(mat, False)
         else:
@@ -521,7 +528,7 @@ def _saved_for(cls, node, obj, args, impls, outs, mats) -> SavedTensor:
                 return SavedTensor(mat, i, None, 0, "leaf")
             return SavedTensor(mat, None, i.grad_fn, i.output_nr, "input")
     for k, (o, m) in enumerate(zip(outs, mats)):
-        if o is obj or m is obj:
-            fn = node if m.array.dtype.kind == "f" else None
-            return SavedTensor(mat, None, fn, k, "output")
+        if o is obj or m is obj:  # output_nr -1: a non-differentiable output
+            return SavedTensor(mat, None, None, k if m.array.dtype.kind == "f" else -1,
+                               "output")
     return SavedTensor(mat, None, None, 0, "const")

@@ -53,3 +53,16 @@ def test_no_reference_cycles_left_by_a_training_step():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_graph_dropped_without_backward_is_freed_by_refcount():
+    x = nnkit.randn(16, 16, requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        # relu, exp and tanh save their *outputs*; that must not create node cycles.
+        y = (x.relu().exp().tanh() @ x).sum()
+        del y
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
