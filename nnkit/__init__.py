@@ -87,7 +87,8 @@ def __getattr__(name: str):
 
 
 __all__ = sorted(set(_ops_all) | {
-    "Tensor", "Function", "ShapeError", "autograd", "checkpoint", "tensor", "as_tensor", "from_numpy",
+    "Tensor", "Function", "ShapeError", "autograd", "checkpoint", "tensor", "as_tensor",
+    "from_numpy",
     "from_dlpack", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",
     "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
     "rand_like", "randn_like", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",

@@ -12,7 +12,7 @@ import math
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import float_mat, norm_dims, wrap_dim
-from nnkit.autograd.ops.elementwise import exp, log, sqrt, where
+from nnkit.autograd.ops.elementwise import exp, sqrt
 from nnkit.autograd.ops.shape import expand, reshape
 from nnkit.backends import dtypes as _dt
 
