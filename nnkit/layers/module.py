@@ -566,6 +566,10 @@ class Module:
         def convert(t: Tensor) -> Tensor:
             return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
 
+        # Remembered for lazy layers not built yet: fit() sends batches here, and the
+        # layers build on their first input's device and dtype.
+        old_device, old_dtype = self.__dict__.get("_placement", (None, None))
+        self.__dict__["_placement"] = (device or old_device, dtype or old_dtype)
         return self._apply(convert)
 
     def cpu(self) -> "Module":

@@ -250,7 +250,8 @@ class Trainer:
             for _, tensor in self._named_members(store, "", True):
                 if tensor.is_floating_point():
                     return tensor.device, tensor.dtype
-        return nnkit.device("cpu"), nnkit.get_default_dtype()
+        device, dtype = self.__dict__.get("_placement", (None, None))  # set by Module.to
+        return nnkit.device(device or "cpu"), dtype or nnkit.get_default_dtype()
 
     def _to_device(self, batch: Any) -> Any:
         device, dtype = self._target()

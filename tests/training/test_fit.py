@@ -350,3 +350,19 @@ def test_inputs_follow_the_model_device(digits, device):
     out = model.predict(digits.x_test[:5])
     assert isinstance(out, np.ndarray) and out.shape == (5, 10)
     assert next(model.parameters()).device == nnkit.device(device)
+
+
+def test_lazy_model_moved_before_build_trains_on_that_dtype():
+    import numpy as np
+
+    import nnkit
+    from nnkit import nn
+
+    nnkit.manual_seed(0)
+    model = nnkit.Sequential(nn.Dense(8, activation="relu"), nn.Dense(2))
+    model.to(nnkit.float64)  # nothing built yet: remembered for the first batch
+    model.compile(optimizer="sgd", loss="cross_entropy")
+    x = np.random.default_rng(0).standard_normal((16, 4)).astype(np.float32)
+    y = np.arange(16) % 2
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    assert all(p.dtype == nnkit.float64 for p in model.parameters())
