@@ -13,6 +13,9 @@ import math
 import numpy as np
 
 import nnkit
+from nnkit.autograd.ops.indexing import GatherGrad
+from nnkit.autograd.ops.linalg import MatMul
+from nnkit.autograd.ops.reduction import LogSumExpGrad, Unreduce
 from tests.opspec import OpSpec, Sample
 
 OPS: list[OpSpec] = []
@@ -233,6 +236,18 @@ row("mean", lambda x, **kw: x.mean(**kw), _np_reduce(np.mean), _reduce_samples()
 row("amax", lambda x, **kw: x.amax(**kw), _np_reduce(np.max), _reduce_samples(distinct))
 row("amin", lambda x, **kw: nnkit.amin(x, **kw), _np_reduce(np.min), _reduce_samples(distinct))
 row("max_all", lambda x: x.max(), np.max, unary_samples(distinct))
+
+def _np_unreduce(g, in_shape, dims, keepdim, scale):
+    keep = tuple(1 if dims is None or k in dims else n for k, n in enumerate(in_shape))
+    return np.broadcast_to(np.reshape(g, keep) * scale, in_shape)
+
+
+# Unreduce: the backward of sum and mean as one op (its backward is sum), called directly.
+row("unreduce", lambda g, *a: Unreduce.apply(g, *a), _np_unreduce,
+    lambda rng: [Sample((rn(rng, 2, 2), (2, 3, 2), (1,), False, 1), desc="sum-dim1"),
+                 Sample((rn(rng, 2, 1, 1), (2, 3, 4), (1, 2), True, 1), desc="sum-keep"),
+                 Sample((rn(rng), (3, 4), None, False, 0.25), desc="mean-all"),
+                 Sample((rn(rng, 3, 1), (3, 4), (1,), True, 0.25), desc="mean-keep")])
 row("min_all", lambda x: nnkit.min(x), np.min, unary_samples(distinct))
 
 
@@ -278,6 +293,12 @@ def _np_logsumexp(x, dim=None, keepdim=False):
     return np.log(np.sum(np.exp(x), axis=dim, keepdims=keepdim))
 
 
+# LogSumExpGrad: logsumexp's backward g * exp(x - out) as one op, called directly.
+row("logsumexp_grad", lambda g, x, out: LogSumExpGrad.apply(g, x, out),
+    lambda g, x, out: g * np.exp(x - out),
+    lambda rng: [Sample((rn(rng, 3, 1), rn(rng, 3, 4), rn(rng, 3, 1)), desc="rows"),
+                 Sample((rn(rng, 1, 3, 1), rn(rng, 2, 3, 2), rn(rng, 2, 1, 2)),
+                        desc="3d")])
 row("logsumexp", lambda x, **kw: x.logsumexp(**kw), _np_logsumexp,
     lambda rng: [Sample((rn(rng, 3, 4),), {"dim": 1}, desc="dim1"),
                  Sample((rn(rng, 2, 3, 2) * 50,), {"dim": (0, 2), "keepdim": True},
@@ -321,6 +342,25 @@ row("mm", lambda a, b: a.mm(b), np.matmul,
 row("bmm", lambda a, b: nnkit.bmm(a, b), np.matmul,
     lambda rng: [Sample((rn(rng, 2, 2, 3), rn(rng, 2, 3, 2)))])
 row("dot", lambda a, b: a.dot(b), np.dot, lambda rng: [Sample((rn(rng, 4), rn(rng, 4)))])
+
+def _t(a, flag):
+    return np.swapaxes(a, -1, -2) if flag else a
+
+
+# MatMul with its transpose flags (what matmul's backward uses), called directly.
+row("matmul_flags", lambda a, b, **kw: MatMul.apply(a, b, **kw),
+    lambda a, b, ta=False, tb=False: np.matmul(_t(a, ta), _t(b, tb)),
+    lambda rng: [Sample((rn(rng, 3, 2), rn(rng, 3, 4)), {"ta": True}, desc="ta"),
+                 Sample((rn(rng, 2, 3), rn(rng, 4, 3)), {"tb": True}, desc="tb"),
+                 Sample((rn(rng, 3, 2), rn(rng, 4, 3)), {"ta": True, "tb": True},
+                        desc="ta-tb"),
+                 Sample((rn(rng, 2, 3, 2), rn(rng, 4, 3)), {"ta": True, "tb": True},
+                        desc="batch-ta-tb"),
+                 Sample((rn(rng, 3, 2), rn(rng, 2, 4, 3)), {"ta": True, "tb": True},
+                        desc="ta-tb-batch"),
+                 Sample((rn(rng, 2, 1, 3, 2), rn(rng, 3, 3, 4)), {"ta": True},
+                        desc="bcast-ta"),
+                 Sample((rn(rng, 2, 3), rn(rng, 2, 4, 3)), {"tb": True}, desc="bcast-tb")])
 row("outer", lambda a, b: nnkit.outer(a, b), np.outer,
     lambda rng: [Sample((rn(rng, 3), rn(rng, 4)))])
 
@@ -483,6 +523,20 @@ row("gather", lambda x, dim, index: x.gather(dim, index), _np_gather,
     lambda rng: [Sample((rn(rng, 3, 4), 1, rng.integers(0, 4, (3, 2))), desc="dim1"),
                  Sample((rn(rng, 3, 4), 0, rng.integers(0, 3, (5, 4))), desc="dim0-repeat"),
                  Sample((rn(rng, 2, 3, 2), -1, rng.integers(0, 2, (2, 3, 3))), desc="3d")])
+
+
+def _np_gather_grad(g, shape, dim, index):
+    return _np_scatter_add(np.zeros(shape), dim, index, g)
+
+
+# GatherGrad: gather's backward (scatter_add into zeros) as one op, called directly.
+row("gather_grad", lambda g, shape, dim, index: GatherGrad.apply(g, shape, dim, index),
+    _np_gather_grad,
+    lambda rng: [Sample((rn(rng, 3, 2), (3, 4), 1, rng.integers(0, 4, (3, 2))), desc="dim1"),
+                 Sample((rn(rng, 5, 4), (3, 4), 0, rng.integers(0, 3, (5, 4))),
+                        desc="dim0-repeat"),
+                 Sample((rn(rng, 2, 3, 3), (2, 3, 2), 2, rng.integers(0, 2, (2, 3, 3))),
+                        desc="3d")])
 
 
 def _np_scatter_add(x, dim, index, src):

@@ -10,10 +10,10 @@ once all of them have delivered their gradient. Gradients reaching a leaf's
 
 from __future__ import annotations
 
-import sys
 import threading
+from sys import getrefcount
 
-from nnkit.autograd.function import AccumulateGrad, grad_edge
+from nnkit.autograd.function import _RELEASED_MSG, AccumulateGrad, grad_edge
 from nnkit.autograd.grad_mode import state
 from nnkit.autograd.tensor import Tensor, TensorImpl
 
@@ -35,8 +35,9 @@ def _root_grads(tensors, grads):
                 raise RuntimeError(
                     "grad can be implicitly created only for scalar outputs; got a tensor "
                     f"of shape {list(t.shape)}: pass gradient= to backward()")
-            g = ones_like(t)
-        elif not isinstance(g, Tensor):
+            out.append(ones_like(t))  # fresh: nobody else sees it
+            continue
+        if not isinstance(g, Tensor):
             from nnkit.autograd.factories import tensor
 
             g = tensor(g, dtype=t.dtype, device=t.device)
@@ -126,48 +127,68 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
     ready = [n for n in roots if deps.get(n, 0) == 0]
     anomaly = state.anomaly
     acc_cls = AccumulateGrad
+    empty_cls = _EmptyNode
+    # Gradients are summed in place into a buffer nobody else can see, except when the
+    # backward pass is itself recorded (create_graph): then every sum is a graph op.
+    inplace = _INPLACE_SUMS and not create_graph
     while ready:
         node = ready.pop()
         buf = buffers.pop(node)
         if capture:
             _capture_targets(node, buf, targets, results)
-        if node.__class__ is acc_cls:
+        cls = node.__class__
+        if cls is acc_cls:
             if not capture and (targets is None or (node, 0) in targets):
                 _accumulate(node.impl, buf[0], create_graph)
             continue
         if node.pre_hooks is not None or node.retained is not None:
             _run_tensor_hooks(node, buf, create_graph)
         nexts = node.next_functions
-        if node.__class__ is _EmptyNode:
+        if cls is empty_cls:
             out = ()
         elif len(buf) == 1:
-            out = _call_node(node, buf, anomaly) if buf[0] is not None else ()
+            if buf[0] is None:
+                out = ()
+            elif node.post_hooks is None and not anomaly and node._in_meta is None:
+                # the common case (a built-in op, no hooks), inlined from _call_node
+                if node._released:
+                    raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
+                out = node._fn_cls.backward(node, buf[0])
+                if out.__class__ is not tuple:
+                    out = (out,)
+            else:
+                out = _call_node(node, buf, anomaly)
         else:
             out = _call_node(node, buf, anomaly) if any(g is not None for g in buf) else ()
+        del buf
         if out and len(out) != len(nexts):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {len(nexts)}, got {len(out)})")
         if not retain_graph:
             node.release()
-        _route(nexts, out, buffers, deps, ready)
+        _route(nexts, out, buffers, deps, ready, inplace)
 
 
-def _route(nexts, out, buffers, deps, ready) -> None:
+def _route(nexts, out, buffers, deps, ready, inplace) -> None:
     n_out = len(out)
     for k, (nxt, nr) in enumerate(nexts):
         if nxt is None:
             continue
-        g = out[k] if n_out else None
         buf = buffers.get(nxt)
         if buf is None:
             buf = buffers[nxt] = [None] * nxt._n_outputs
-        if g is not None:
+        if n_out and out[k] is not None:
+            g = out[k]
             for j in range(k):
                 if out[j] is g:  # one gradient object sent to two inputs: alias it
                     g = Tensor._wrap_shared(g)
                     break
             prev = buf[nr]
-            buf[nr] = g if prev is None else prev + g
+            if prev is None:
+                buf[nr] = g
+            elif not (inplace and _add_in_place(buf, nr, g)):
+                buf[nr] = prev + g
+            del g, prev
         left = deps[nxt] - 1
         deps[nxt] = left
         if left == 0:
@@ -178,6 +199,43 @@ def _route(nexts, out, buffers, deps, ready) -> None:
                 ready.append(empty)
             else:
                 ready.append(nxt)
+
+
+def _add_in_place(buf, nr, g) -> bool:
+    """``buf[nr] += g`` written into the memory of whichever of the two nobody else sees.
+
+    A gradient may be summed in place only when no one but the engine can observe it:
+    not a user's tensor, not a saved tensor, not a view of or viewed by anything (a
+    backward may pass its incoming gradient on unchanged, or a view of it, or return a
+    tensor it keeps). Reference counts tell. Returns False (the caller then adds out of
+    place) when neither qualifies.
+    """
+    prev = buf[nr]
+    pm, gm = prev._impl.data, g._impl.data
+    if pm.shape != gm.shape or pm.dtype != gm.dtype:
+        return False
+    del pm, gm
+    # Five references to each candidate: the buffer list (prev) or the node's output
+    # tuple (g), _route's local, this frame's local, _exclusive's parameter and
+    # getrefcount's argument.
+    if _exclusive(prev, 5):
+        prev._impl.data.iadd(g._impl.data)
+        return True
+    if _exclusive(g, 5):
+        g._impl.data.iadd(prev._impl.data)
+        buf[nr] = g
+        return True
+    return False
+
+
+def _exclusive(t, refs) -> bool:
+    """Whether only the engine holds the gradient ``t``, its TensorImpl, Mat and memory."""
+    impl = t._impl
+    m = impl.data
+    # references to impl: t._impl, the local, the argument; to m: impl.data, the local,
+    # the argument.
+    return (getrefcount(t) == refs and getrefcount(impl) == 3 and getrefcount(m) == 3
+            and not impl.requires_grad and m.owns_memory())
 
 
 class _EmptyNode:
@@ -213,8 +271,6 @@ def _call_node(node, buf, anomaly):
 
 def _fill_missing(node, buf):
     if node._released:  # release() cleared _out_meta: report the real problem
-        from nnkit.autograd.function import _RELEASED_MSG
-
         raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
     filled = list(buf)
     for k, g in enumerate(buf):
@@ -281,8 +337,33 @@ def _store_grad(impl, grad, create_graph) -> None:
 def _owned(grad):
     """``grad`` detached, stolen when nothing else can see its memory, else copied."""
     m = grad._impl.data
-    a = m.array
-    if (sys.getrefcount(m.storage) == 2 and a.flags.writeable and a.flags.c_contiguous
-            and grad._impl.grad_fn is None):
+    if grad._impl.grad_fn is None and m.owns_memory() and m.is_contiguous():
         return Tensor._wrap(TensorImpl(m))
     return Tensor._wrap(TensorImpl(m.copy()))
+
+
+def _inplace_sums_work() -> bool:
+    """Whether the reference counts ``_add_in_place`` relies on hold on this interpreter.
+
+    They assume every local and argument holds a strong reference (CPython 3.10-3.13);
+    an interpreter that borrows references would make a shared gradient look exclusive.
+    This replays ``_route``'s frames on a free and on a held gradient: the in-place
+    path is used only if it accepts the first and refuses the second.
+    """
+    from nnkit.backends.numpy_backend import NumpyMat
+
+    def route(buf, out):  # the locals _route holds when it calls _add_in_place
+        g = out[0]
+        prev = buf[0]
+        return _add_in_place(buf, 0, g) and prev is not None
+
+    def grad():
+        return Tensor._from_mat(NumpyMat.zeros((2,), "float32"))
+
+    free = route([grad()], (grad(),))
+    buf, out = [grad()], (grad(),)
+    held = (buf[0], out[0], buf[0]._impl.data, out[0]._impl.data)
+    return free and not route(buf, out) and held is not None
+
+
+_INPLACE_SUMS = _inplace_sums_work()

@@ -81,7 +81,7 @@ class SavedTensor:
         self.grad_fn = grad_fn
         self.output_nr = output_nr
         self.kind = kind
-        self.version = mat.storage.version
+        self.version = mat.version
         self.packed = None
 
     def unpack(self, node: "Node"):
@@ -89,7 +89,7 @@ class SavedTensor:
             mat = self.packed[1](self.packed[0])._impl.data
         else:
             mat = self.mat
-            found = mat.storage.version
+            found = mat.version
             if found != self.version:
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation has been modified "
@@ -367,7 +367,10 @@ class Op(Function):
                 mats.append(a)
         if record and state.grad_enabled:
             node = _new_node(cls, impls)
-            out = _forward_mats(cls, node, mats, kwargs, impls)
+            try:
+                out = cls.forward(node, *mats, **kwargs)
+            except ValueError as exc:
+                raise _shape_error(cls, exc, impls) from None
             if out.__class__ is tuple or node._non_diff is not None:
                 outs = out if out.__class__ is tuple else (out,)
                 return _finish(cls, node, mats, impls, outs, outs, out.__class__ is not tuple)
@@ -376,29 +379,30 @@ class Op(Function):
             impl = TensorImpl(out, diff)
             if diff:
                 impl.grad_fn = node
-            res = Tensor.__new__(Tensor)
-            res._impl = impl
             if node._to_save:
                 _resolve_saved(cls, node, mats, impls, (out,), (out,))
         else:
-            out = _forward_mats(cls, _NoGraphCtx(), mats, kwargs, impls)
+            # No graph: every backward without create_graph runs its ops here.
+            try:
+                out = cls.forward(_NoGraphCtx(), *mats, **kwargs)
+            except ValueError as exc:
+                raise _shape_error(cls, exc, impls) from None
             if out.__class__ is tuple:
                 return tuple([None if m is None else _plain(m) for m in out])
-            res = _plain(out)
+            impl = TensorImpl(out, False)
+        res = Tensor.__new__(Tensor)
+        res._impl = impl
         if cls._view_op:
-            _mark_view(res._impl, impls, (cls, tuple(mats[1:]), kwargs))
+            _mark_view(impl, impls, (cls, tuple(mats[1:]), kwargs))
         return res
 
 
-def _forward_mats(cls, ctx, mats, kwargs, impls):
-    try:
-        return cls.forward(ctx, *mats, **kwargs)
-    except ValueError as exc:
-        if isinstance(exc, ShapeError):
-            raise
-        shapes = " and ".join(str(tuple(i.data.shape)) for i in impls if i is not None)
-        raise ShapeError(f"{cls.__name__.lower()}: invalid input shapes {shapes}: "
-                         f"{exc}") from None
+def _shape_error(cls, exc, impls):
+    """A forward's ValueError as a ShapeError naming the op and the input shapes."""
+    if isinstance(exc, ShapeError):
+        return exc
+    shapes = " and ".join(str(tuple(i.data.shape)) for i in impls if i is not None)
+    return ShapeError(f"{cls.__name__.lower()}: invalid input shapes {shapes}: {exc}")
 
 
 def _plain(m):
@@ -436,7 +440,12 @@ def _new_node(cls, impls):
         if i is not None and i.requires_grad:
             needs.append(True)
             fn = i.grad_fn
-            edges.append((fn, i.output_nr) if fn is not None else grad_edge(i))
+            if fn is not None:
+                edges.append((fn, i.output_nr))
+            else:  # a leaf: its live accumulator, else grad_edge makes one
+                ref = i._grad_acc
+                acc = ref() if ref is not None else None
+                edges.append((acc, 0) if acc is not None else grad_edge(i))
         else:
             needs.append(False)
             edges.append(_NO_EDGE)
@@ -500,33 +509,31 @@ def _finish(cls, node, args, impls, outs, mats, single):
 
 def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
     """Turn what forward passed to save_for_backward into SavedTensors."""
-    hooks = state.saved_hooks[-1] if state.saved_hooks else None
-    saved = []
-    for obj in node._to_save:
-        if obj is None:
-            saved.append(None)
-            continue
-        s = _saved_for(cls, node, obj, args, impls, outs, mats)
-        if hooks is not None:
-            t = Tensor.__new__(Tensor)
-            t._impl = TensorImpl(s.mat, False)
-            s.packed = (hooks[0](t), hooks[1])
-            s.mat = None
-        saved.append(s)
+    saved = [None if obj is None else _saved_for(cls, obj, args, impls, outs, mats)
+             for obj in node._to_save]
     node._saved = saved
     node._to_save = ()
+    hooks = state.saved_hooks
+    if hooks:
+        pack, unpack = hooks[-1]
+        for s in saved:
+            if s is not None:
+                t = Tensor.__new__(Tensor)
+                t._impl = TensorImpl(s.mat, False)
+                s.packed = (pack(t), unpack)
+                s.mat = None
 
 
-def _saved_for(cls, node, obj, args, impls, outs, mats) -> SavedTensor:
+def _saved_for(cls, obj, args, impls, outs, mats) -> SavedTensor:
+    for a, i in zip(args, impls):  # an input (the common case)
+        if i is not None and (a is obj or i.data is obj):
+            if i.grad_fn is None and i.requires_grad:
+                return SavedTensor(i.data, i, None, 0, "leaf")
+            return SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input")
     mat = obj._impl.data if isinstance(obj, Tensor) else obj
     if not isinstance(mat, ArrayMat):
         raise TypeError(f"{cls.__name__}: save_for_backward takes tensors, got "
                         f"{type(obj).__name__}")
-    for a, i in zip(args, impls):
-        if i is not None and (a is obj or i.data is obj):
-            if i.grad_fn is None and i.requires_grad:
-                return SavedTensor(mat, i, None, 0, "leaf")
-            return SavedTensor(mat, None, i.grad_fn, i.output_nr, "input")
     for k, (o, m) in enumerate(zip(outs, mats)):
         if o is obj or m is obj:  # output_nr -1: a non-differentiable output
             return SavedTensor(mat, None, None, k if m.array.dtype.kind == "f" else -1,

@@ -59,6 +59,10 @@ class CupyMat(ArrayMat):
     def to_numpy(self) -> np.ndarray:
         return cupy.asnumpy(self.array)
 
+    @staticmethod
+    def _writable(a) -> bool:
+        return True  # CuPy arrays have no read-only flag; owns_memory checks overlap
+
     def item(self):
         return self.array.item()
 

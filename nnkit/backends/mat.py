@@ -17,6 +17,8 @@ Conventions:
 
 from __future__ import annotations
 
+from sys import getrefcount
+
 import numpy as np
 
 from nnkit.backends.nn_kernels import NNKernelsMixin
@@ -44,6 +46,13 @@ class ArrayMat(NNKernelsMixin):
         if s is None:
             s = self._storage = Storage(self.array, self.device)
         return s
+
+    @property
+    def version(self) -> int:
+        """The Storage's version counter, without making a Storage: a Mat that has none
+        yet was never written in place (writing makes one) nor viewed, so it is at 0."""
+        s = self._storage
+        return 0 if s is None else s.version
 
     # ----------------------------------------------------------------- wrapping
     def _new(self, array) -> "ArrayMat":
@@ -157,6 +166,38 @@ class ArrayMat(NNKernelsMixin):
 
     def is_view_of(self, other: "ArrayMat") -> bool:
         return self.storage is other.storage
+
+    def owns_memory(self) -> bool:
+        """Whether no other Mat or array can see this Mat's memory, and it is writable.
+
+        Reference counts tell: Mats sharing memory share the Storage, and an array
+        viewing another holds it as its ``base`` (NumPy and CuPy point every view at
+        the owner of the memory). A view whose owner nothing else holds (a reshape of
+        a fresh result) qualifies. The autograd engine uses this to reuse gradient
+        buffers; the caller vouches that nothing else holds this Mat.
+        """
+        a = self.array
+        if not self._writable(a):
+            return False
+        s = self._storage
+        # references to a: self.array, the local, the argument (and s.buffer); to s:
+        # self._storage, the local, the argument; to base: a.base, the local, the
+        # argument.
+        if getrefcount(a) != (3 if s is None else 4) or (s is not None
+                                                         and getrefcount(s) != 3):
+            return False
+        base = a.base
+        if base is None:
+            return True
+        # A view: its owner must be held by nothing else, and the view must not overlap
+        # itself (as a broadcast or as_strided view may): contiguous views cannot.
+        flags = a.flags
+        return (isinstance(base, self.xp.ndarray) and base.base is None
+                and getrefcount(base) == 3 and (flags.c_contiguous or flags.f_contiguous))
+
+    @staticmethod
+    def _writable(a) -> bool:
+        return a.flags.writeable
 
     # -------------------------------------------------------------- conversions
     def to_numpy(self) -> np.ndarray:
@@ -350,6 +391,10 @@ class ArrayMat(NNKernelsMixin):
     def relu_grad(self, out):
         return self._new(self.array * (out.array > 0))
 
+    def logsumexp_grad(self, x, out):
+        """``self * exp(x - out)``: logsumexp's backward (self and out broadcast)."""
+        return self._new(self.array * self.xp.exp(x.array - out.array))
+
     def where(self, a, b):
         """``a`` where this (boolean) Mat is true, else ``b``."""
         return self._new(self.xp.where(self.array, a.array, b.array))
@@ -369,7 +414,13 @@ class ArrayMat(NNKernelsMixin):
         return self._new(self.xp.sum(self.array, axis=axis, keepdims=keepdims, dtype=dtype))
 
     def mean(self, axis=None, keepdims=False):
-        return self._new(self.xp.mean(self.array, axis=axis, keepdims=keepdims))
+        a = self.array
+        n = a.size if axis is None else _count(a.shape, axis)
+        if n and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+            # The sum over the count, as xp.mean computes it, without its Python wrapper
+            # (which costs more than the arithmetic on small tensors).
+            return self._new(a.sum(axis=axis, keepdims=keepdims) / n)
+        return self._new(self.xp.mean(a, axis=axis, keepdims=keepdims))
 
     def prod(self, axis=None, keepdims=False):
         return self._new(self.xp.prod(self.array, axis=axis, keepdims=keepdims))
@@ -410,8 +461,15 @@ class ArrayMat(NNKernelsMixin):
         return self._new(self.xp.take_along_axis(self.array, idx, axis)), self._new(idx)
 
     # ------------------------------------------------------------------- linalg
-    def matmul(self, other):
-        return self._new(self.xp.matmul(self.array, other.array))
+    def matmul(self, other, ta: bool = False, tb: bool = False):
+        """``op(self) @ op(other)``, ``op`` swapping the last two axes where ``ta``/``tb``
+        is set (a strided view: BLAS reads the transposed layout without a copy)."""
+        a, b = self.array, other.array
+        if ta:
+            a = a.swapaxes(-1, -2)
+        if tb:
+            b = b.swapaxes(-1, -2)
+        return self._new(self.xp.matmul(a, b))
 
     def tensordot(self, other, axes):
         return self._new(self.xp.tensordot(self.array, other.array, axes=axes))
@@ -440,6 +498,13 @@ class ArrayMat(NNKernelsMixin):
     def expand(self, shape):
         """A read-only broadcast view of this Mat at ``shape``."""
         return self._view(self.xp.broadcast_to(self.array, shape))
+
+    def unreduce(self, keep_shape, shape, scale=1):
+        """A reduction's result back at the input's ``shape``: reshaped to ``keep_shape``
+        (None: already there), times ``scale``, then broadcast (a read-only view)."""
+        m = self if scale == 1 else self._new(self.array * scale)
+        a = m.array if keep_shape is None else m.array.reshape(keep_shape)
+        return m._view(self.xp.broadcast_to(a, shape))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
         return self._new(self.xp.diagonal(self.array, offset, axis1, axis2).copy())
@@ -493,16 +558,28 @@ class ArrayMat(NNKernelsMixin):
         return self._new(self.xp.take_along_axis(self.array, indices.array, axis))
 
     def _full_index(self, indices, axis):
-        """Index tuple addressing ``indices`` along ``axis`` and position elsewhere."""
-        xp = self.xp
+        """Index tuple addressing ``indices`` along ``axis`` and position elsewhere.
+
+        Positions are ``arange`` columns shaped to broadcast against ``indices`` (an
+        open grid; ``xp.ogrid`` builds the same at several times the cost).
+        """
+        arange = self.xp.arange
         shape = indices.shape
-        grids = list(xp.ogrid[tuple(slice(0, n) for n in shape)]) if shape else []
-        grids[axis] = indices.array
-        return tuple(grids)
+        ones = (1,) * len(shape)
+        return tuple(indices.array if k == axis else
+                     arange(n).reshape(ones[:k] + (n,) + ones[k + 1:])
+                     for k, n in enumerate(shape))
 
     def gather(self, axis, indices):
         """Values at ``indices`` along ``axis`` (``torch.gather`` semantics)."""
         return self._new(self.array[self._full_index(indices, axis)])
+
+    def gather_grad(self, shape, axis, indices):
+        """Zeros of ``shape`` with this Mat added at ``indices`` along ``axis`` (repeats
+        add up): the adjoint of :meth:`gather`."""
+        out = self.xp.zeros(shape, self.array.dtype)
+        self._add_at(out, self._full_index(indices, axis), self.array)
+        return self._new(out)
 
     def scatter_add(self, axis, indices, src):
         """A copy of this Mat with ``src`` added at ``indices`` along ``axis``."""
@@ -610,6 +687,16 @@ class ArrayMat(NNKernelsMixin):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+
+def _count(shape, axis) -> int:
+    """How many elements a reduction over ``axis`` (an int or a tuple) combines."""
+    if isinstance(axis, int):
+        return shape[axis]
+    n = 1
+    for k in axis:
+        n *= shape[k]
+    return n
 
 
 def _erf_approx(xp, x):

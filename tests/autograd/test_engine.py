@@ -141,6 +141,51 @@ def test_grad_is_not_aliased_to_user_memory(device):
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_gradient_sums_in_place_only_into_buffers_nobody_else_sees(device):
+    # The engine sums the gradients reaching one tensor in place when it can prove (by
+    # reference counts) that no one else sees either buffer; check it does so here,
+    # and that tensors a backward returns but also keeps are never written.
+    from nnkit.autograd import engine
+
+    assert engine._INPLACE_SUMS  # the interpreter keeps the counts it relies on
+    kept = []
+
+    class Keep(nnkit.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 1
+            kept.append((out, out.tolist()))
+            return out
+
+    x = nnkit.tensor([1.0, 2.0], device=device, requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    y = Keep.apply(h) + Keep.apply(h) + h * 3 + h.reshape(2, 1).reshape(2)
+    y.sum().backward()
+    assert [t.tolist() for t, _ in kept] == [want for _, want in kept]  # untouched
+    np.testing.assert_allclose(_np(h.grad), [6.0, 6.0])
+    np.testing.assert_allclose(_np(x.grad), [12.0, 12.0])
+    g = h.grad
+    (x * 5).sum().backward()  # a later backward must not write into h.grad
+    np.testing.assert_allclose(_np(g), [6.0, 6.0])
+
+
+def test_gradient_passed_through_to_two_inputs_is_not_summed_into(device):
+    # Add's backward hands one gradient object to both inputs; summing into it in
+    # place would change what the other input receives.
+    x = nnkit.tensor([1.0, -1.0], device=device, requires_grad=True)
+    w = nnkit.tensor([2.0, 3.0], device=device, requires_grad=True)
+    a = x + w  # both get a's gradient object
+    y = a * 2 + x * 3 + w * 4
+    y.sum().backward()
+    np.testing.assert_allclose(_np(x.grad), [5.0, 5.0])
+    np.testing.assert_allclose(_np(w.grad), [6.0, 6.0])
+
+
 def test_non_leaf_grad_only_after_retain_grad(device):
     x = nnkit.tensor([1.0, 2.0], device=device, requires_grad=True)
     y = x * 3

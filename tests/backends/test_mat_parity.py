@@ -108,6 +108,9 @@ def _exercise(M, dev):
     assert a.dtype == np.float64 and a.strides == (3, 1)
     assert a.is_contiguous() and not a.transpose((1, 0)).is_contiguous()
     assert a.transpose((1, 0)).is_view_of(a) and not a.copy().is_view_of(a)
+    assert not a.transpose((1, 0)).owns_memory()
+    assert a.copy().owns_memory() or dev.type != "cpu"  # simulated arrays are views
+    assert a.copy().version == 0
     assert M.scalar(3, np.int64).item() == 3 and a.tolist() == an.tolist()
     assert a.astype(np.float64) is a and a.astype(np.float32).dtype == np.float32
     _close(a.copy(), an)
@@ -147,12 +150,20 @@ def _exercise(M, dev):
     _close(M.from_host(np.array([1, 2], dtype=np.int32)).sum(dtype=np.int64), 3)
     _close(a.cumsum(1), np.cumsum(an, 1))
     _close(a.logsumexp(1), np.log(np.exp(an).sum(1, keepdims=True)))
+    lse = np.log(np.exp(an).sum(1, keepdims=True))
+    _close(M.from_host(np.full((2, 1), 2.0)).logsumexp_grad(a, a.logsumexp(1)),
+           2 * np.exp(an - lse))
+    _close(M.from_host(an.sum(1)).unreduce((2, 1), (2, 3), 0.5),
+           np.broadcast_to(an.sum(1, keepdims=True) * 0.5, (2, 3)))
     vals, idx = a.sort(axis=1, descending=True)
     _close(vals, -np.sort(-an, axis=1))
     _close(idx, np.argsort(-an, axis=1, kind="stable"))
 
     # linear algebra
     _close(a.matmul(b.transpose((1, 0))), an @ bn.T)
+    _close(a.matmul(b, tb=True), an @ bn.T)
+    _close(a.matmul(b, ta=True), an.T @ bn)
+    _close(a.matmul(b.transpose((1, 0)), ta=True, tb=True), an.T @ bn)
     _close(a.tensordot(b, ((1,), (1,))), np.tensordot(an, bn, ((1,), (1,))))
     _close(a.einsum("ij,kj->ik", b), np.einsum("ij,kj->ik", an, bn))
 
@@ -193,6 +204,7 @@ def _exercise(M, dev):
     want = an.copy()
     np.add.at(want, (np.array([[0, 0], [1, 1]]), gi), 1.0)
     _close(sa, want)
+    _close(M.from_host(np.ones((2, 2))).gather_grad((2, 3), 1, M.from_host(gi)), want - an)
     ia = a.index_add(1, M.from_host(np.array([0, 0])), M.from_host(np.ones((2, 2))))
     _close(ia, an + [[2, 0, 0], [2, 0, 0]])
     _close(a.repeat(2, 0), np.repeat(an, 2, 0))

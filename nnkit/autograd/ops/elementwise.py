@@ -24,6 +24,9 @@ __all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "expm
 def _reduce(grad, meta):
     """Bring ``grad`` back to an input's (shape, dtype)."""
     shape, dtype = meta
+    m = grad._impl.data
+    if m.shape == shape and m.dtype == dtype:  # the common case: nothing to do
+        return grad
     g = sum_to(grad, shape)
     return g if g._impl.data.dtype == dtype else cast(g, dtype)
 

@@ -174,13 +174,15 @@ def setitem(x, index, value) -> None:
 
 
 def _check_gather(x, dim, index, op):
-    d = wrap_dim(dim, x.ndim, op)
-    if index.dtype.is_floating_point or index.dtype.name == "bool":
+    xs, im = x._impl.data.shape, index._impl.data
+    ixs = im.shape
+    d = wrap_dim(dim, len(xs), op)
+    if im.dtype.kind not in "iu":
         raise TypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
-    if index.ndim != x.ndim:
+    if len(ixs) != len(xs):
         raise ShapeError(f"{op}: index {tuple(index.shape)} and input {tuple(x.shape)} must have "
                          "the same number of dimensions")
-    for k, (a, b) in enumerate(zip(index.shape, x.shape)):
+    for k, (a, b) in enumerate(zip(ixs, xs)):
         if k != d and a > b:
             raise ShapeError(f"{op}: index size {a} exceeds the input size {b} at dimension {k} "
                              f"(index {tuple(index.shape)}, input {tuple(x.shape)})")
@@ -197,8 +199,24 @@ class Gather(Op):
     @staticmethod
     def backward(ctx, grad_output):
         (index,) = ctx.saved_tensors
-        zeros = grad_output.new_zeros(ctx.in_shape)
-        return scatter_add(zeros, ctx.dim, index, grad_output), None, None
+        return GatherGrad.apply(grad_output, ctx.in_shape, ctx.dim, index), None, None
+
+
+class GatherGrad(Op):
+    """Zeros of ``shape`` with ``g`` added at ``index`` along ``dim``: gather's backward
+    as one kernel (``scatter_add`` into new zeros, without copying them). Its own
+    backward is gather."""
+
+    @staticmethod
+    def forward(ctx, g, shape, dim, index):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        return g.gather_grad(shape, dim, index)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (index,) = ctx.saved_tensors
+        return Gather.apply(grad_output, ctx.dim, index), None, None, None
 
 
 def gather(input, dim: int, index):

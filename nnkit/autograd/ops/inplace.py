@@ -10,10 +10,12 @@ on a leaf that requires grad raises a clear error.
 
 from __future__ import annotations
 
+from nnkit.autograd import function as _fn
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops import elementwise as ew
-from nnkit.autograd.ops._util import is_scalar
+from nnkit.autograd.ops._util import is_scalar, scalar_mat
+from nnkit.autograd.ops.shape import broadcast_shapes
 
 __all__ = ["add_", "sub_", "mul_", "div_", "clamp_", "clip_", "zero_", "fill_", "copy_",
            "addcmul_", "addcdiv_", "lerp_", "sqrt_", "exp_", "neg_", "pow_", "relu_",
@@ -139,18 +141,16 @@ def _raise_if_read_only(name, exc) -> None:
 
 def _check_binary(x, other, name, *, same_device=True):
     """In-place results keep ``x``'s dtype, shape and device: reject what would not fit."""
-    from nnkit.autograd.ops.shape import broadcast_shapes
-    from nnkit.autograd.tensor import Tensor
-
-    xk = x._impl.data.array.dtype.kind
-    if isinstance(other, Tensor):
-        xm, om = x._impl.data, other._impl.data
+    xm = x._impl.data
+    xk = xm.array.dtype.kind
+    if isinstance(other, _fn.Tensor):  # (_fn.Tensor: no import on this hot path)
+        om = other._impl.data
         if same_device and (om.__class__ is not xm.__class__ or xm.multi_device) \
                 and om.device != xm.device:
             raise RuntimeError(f"{name}: expected both tensors on the same device, found "
                                f"{xm.device} (self) and {om.device} (other)")
-        ok = other._impl.data.array.dtype.kind
-        if ok == xk and other._impl.data.array.shape == x._impl.data.array.shape:
+        ok = om.array.dtype.kind
+        if ok == xk and om.array.shape == xm.array.shape:
             return  # the common case (optimizer updates): nothing to check
         shape = broadcast_shapes(x.shape, other.shape)
         if shape != x.shape:
@@ -166,11 +166,9 @@ def _check_binary(x, other, name, *, same_device=True):
 
 
 def _mat(x, other):
-    from nnkit.autograd.ops._util import scalar_mat
-    from nnkit.autograd.tensor import Tensor
-
-    return other._impl.data if isinstance(other, Tensor) else scalar_mat(other, x._impl.data,
-                                                                          "inplace")
+    if isinstance(other, _fn.Tensor):
+        return other._impl.data
+    return scalar_mat(other, x._impl.data, "inplace")
 
 
 def add_(x, other, *, alpha=1):

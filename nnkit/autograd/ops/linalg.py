@@ -3,25 +3,56 @@
 from __future__ import annotations
 
 from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.shape import sum_to
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer"]
 
 
 class MatMul(Op):
-    """Product of two tensors with at least 2 dimensions each (batch dims broadcast)."""
+    """``op(a) @ op(b)`` for tensors with at least 2 dimensions (batch dims broadcast),
+    where ``op`` transposes the last two dimensions when ``ta`` (``tb``) is set.
+
+    The flags (keywords, so ``next_functions`` lists the two tensors only) let the
+    backward, ``dA = G @ B^T`` and ``dB = A^T @ G``, read the transposes as strided
+    views in one op each, with no transpose op in the graph.
+    With ``A' = op(a)``, ``B' = op(b)`` and ``C = A' @ B'``:
+
+    ======  ======  ==========================  ==========================
+    ta      tb      grad of a                   grad of b
+    ======  ======  ==========================  ==========================
+    False   False   ``G @ b^T``                 ``a^T @ G``
+    False   True    ``G @ b``                   ``G^T @ a``
+    True    False   ``b @ G^T``                 ``a @ G``
+    True    True    ``b^T @ G^T``               ``G^T @ a^T``
+    ======  ======  ==========================  ==========================
+    """
 
     @staticmethod
-    def forward(ctx, a, b):
+    def forward(ctx, a, b, ta=False, tb=False):
         ctx.save_for_backward(a, b)
-        return a.matmul(b)
+        ctx.ta, ctx.tb = ta, tb
+        return a.matmul(b, ta, tb)
 
     @staticmethod
     def backward(ctx, grad_output):
         a, b = ctx.saved_tensors
         n = ctx.needs_input_grad
-        ga = sum_to(matmul(grad_output, b.mT), a.shape) if n[0] else None
-        gb = sum_to(matmul(a.mT, grad_output), b.shape) if n[1] else None
+        ta, tb = ctx.ta, ctx.tb
+        g = grad_output
+        ga = gb = None
+        if n[0]:
+            if ta:
+                ga = MatMul.apply(b, g, ta=tb, tb=True)
+            else:
+                ga = MatMul.apply(g, b, tb=not tb)
+            ga = sum_to(ga, a.shape)
+        if n[1]:
+            if tb:
+                gb = MatMul.apply(g, a, ta=True, tb=ta)
+            else:
+                gb = MatMul.apply(a, g, ta=not ta)
+            gb = sum_to(gb, b.shape)
         return ga, gb
 
 
@@ -39,24 +70,28 @@ def matmul(input, other):
         >>> (nnkit.ones(2, 3) @ nnkit.ones(3, 4)).shape
         (2, 4)
     """
-    if input.ndim == 0 or other.ndim == 0:
+    ma = check_tensor(input, "matmul")._impl.data
+    mb = check_tensor(other, "matmul", "other")._impl.data
+    sa, sb = ma.shape, mb.shape
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
-                         f"{tuple(input.shape)} and {tuple(other.shape)}")
-    if input.dtype != other.dtype:
+                         f"{sa} and {sb}")
+    if ma.dtype != mb.dtype:
         raise TypeError(f"matmul: expected both tensors to have the same dtype, got "
                         f"{input.dtype} and {other.dtype}")
-    k1 = input.shape[-1]
-    k2 = other.shape[-2] if other.ndim > 1 else other.shape[0]
-    if k1 != k2:
-        raise ShapeError(f"matmul: shapes {tuple(input.shape)} and {tuple(other.shape)} are not "
-                         f"aligned ({k1} != {k2})")
-    a = input.unsqueeze(0) if input.ndim == 1 else input
-    b = other.unsqueeze(-1) if other.ndim == 1 else other
+    k2 = sb[-2] if nb > 1 else sb[0]
+    if sa[-1] != k2:
+        raise ShapeError(f"matmul: shapes {sa} and {sb} are not aligned ({sa[-1]} != {k2})")
+    if na > 1 and nb > 1:  # the common case
+        return MatMul.apply(input, other)
+    a = input.unsqueeze(0) if na == 1 else input
+    b = other.unsqueeze(-1) if nb == 1 else other
     out = MatMul.apply(a, b)
-    if other.ndim == 1:
+    if nb == 1:
         out = out.squeeze(-1)
-    if input.ndim == 1:  # the row added to a 1-d input is now the last or second-last dim
-        out = out.squeeze(-1 if other.ndim == 1 else -2)
+    if na == 1:  # the row added to a 1-d input is now the last or second-last dim
+        out = out.squeeze(-1 if nb == 1 else -2)
     return out
 
 

@@ -13,7 +13,7 @@ from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import float_mat, norm_dims, wrap_dim
 from nnkit.autograd.ops.elementwise import exp, sqrt
-from nnkit.autograd.ops.shape import expand, reshape
+from nnkit.autograd.ops.shape import expand, reshape, sum_to
 from nnkit.backends import dtypes as _dt
 
 __all__ = ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std",
@@ -34,6 +34,26 @@ def _unreduce(grad, in_shape, dims, keepdim):
     return expand(grad, in_shape)
 
 
+class Unreduce(Op):
+    """The backward of sum and mean as one op: the gradient of the reduced tensor,
+    times ``scale`` (1, or 1/count for mean), broadcast back to ``in_shape`` (a view).
+
+    Its own backward is the sum over the same ``dims``, times ``scale``.
+    """
+
+    _view_op = True  # with scale 1 the output views the input's memory
+
+    @staticmethod
+    def forward(ctx, g, in_shape, dims, keepdim, scale):
+        ctx.dims, ctx.keepdim, ctx.scale = dims, keepdim, scale
+        return g.unreduce(None if keepdim else _keep_shape(in_shape, dims), in_shape, scale)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        g = Sum.apply(grad_output, ctx.dims, ctx.keepdim, None)
+        return (g if ctx.scale == 1 else g * ctx.scale), None, None, None, None
+
+
 class Sum(Op):
     @staticmethod
     def forward(ctx, x, dims, keepdim, dtype):
@@ -45,7 +65,7 @@ class Sum(Op):
 
     @staticmethod
     def backward(ctx, grad_output):
-        g = _unreduce(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim)
+        g = Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, 1)
         return (g if g.dtype == ctx.in_dtype else g.to(_dt.from_np(ctx.in_dtype))), None, \
             None, None
 
@@ -71,7 +91,8 @@ class Mean(Op):
 
     @staticmethod
     def backward(ctx, grad_output):
-        return _unreduce(grad_output / ctx.count, ctx.in_shape, ctx.dims, ctx.keepdim), \
+        scale = 1 / ctx.count if ctx.count else 1.0  # no count: an empty gradient anyway
+        return Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, scale), \
             None, None
 
 
@@ -235,9 +256,32 @@ class LogSumExp(Op):
     @staticmethod
     def backward(ctx, grad_output):
         x, out = ctx.saved_tensors
-        g = _unreduce(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim)
-        out = _unreduce(out, ctx.in_shape, ctx.dims, ctx.keepdim)
-        return g * exp(x - out), None, None
+        g = grad_output
+        if not ctx.keepdim:  # bring both to the kept shape; the kernel broadcasts them
+            keep = _keep_shape(ctx.in_shape, ctx.dims)
+            g, out = reshape(g, keep), reshape(out, keep)
+        return LogSumExpGrad.apply(g, x, out), None, None
+
+
+class LogSumExpGrad(Op):
+    """``g * exp(x - out)`` (g and out broadcasting over the reduced dimensions):
+    logsumexp's backward, ``g * softmax(x)``, as one kernel."""
+
+    @staticmethod
+    def forward(ctx, g, x, out):
+        ctx.save_for_backward(g, x, out)
+        return g.logsumexp_grad(x, out)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        g, x, out = ctx.saved_tensors
+        n = ctx.needs_input_grad
+        p = exp(x - out)
+        gp = grad_output * p
+        ggp = gp * g if n[1] or n[2] else None
+        return (sum_to(gp, g.shape) if n[0] else None,
+                ggp if n[1] else None,
+                -sum_to(ggp, out.shape) if n[2] else None)
 
 
 def logsumexp(input, dim=None, keepdim: bool = False):

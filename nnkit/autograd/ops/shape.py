@@ -42,8 +42,10 @@ class SumTo(Op):
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
         lead = x.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            lead + k for k, n in enumerate(shape) if n == 1 and x.shape[lead + k] != 1)
+        kept = tuple(lead + k for k, n in enumerate(shape) if n == 1 and x.shape[lead + k] != 1)
+        if not kept and lead:  # only leading dims (a bias gradient): one fresh result
+            return x.sum(axis=tuple(range(lead)))
+        axes = tuple(range(lead)) + kept
         out = x.sum(axis=axes, keepdims=True) if axes else x
         return out.reshape(shape) if out.shape != tuple(shape) else out.copy()
 
@@ -187,8 +189,9 @@ def squeeze(x, dim=None):
 
 def unsqueeze(x, dim: int):
     """Insert a dimension of size 1 at ``dim``."""
-    d = wrap_dim(dim, x.ndim + 1, "unsqueeze")
-    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+    s = x._impl.data.shape
+    d = wrap_dim(dim, len(s) + 1, "unsqueeze")
+    return Reshape.apply(x, s[:d] + (1,) + s[d:], False)  # a valid shape by construction
 
 
 def atleast_2d(x):
