@@ -73,7 +73,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 
-_LAZY_MODULES = {"nn", "layers", "optim", "data", "io", "cli", "callbacks", "cuda", "random"}
+_LAZY_MODULES = {"nn", "layers", "optim", "data", "io", "cli", "callbacks", "cuda", "random",
+                 "distributed"}
 _LAZY_NAMES = {"Sequential": "nnkit.layers", "Model": "nnkit.layers",
                "Parameter": "nnkit.layers", "Module": "nnkit.layers"}
 

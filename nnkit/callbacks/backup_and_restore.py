@@ -21,7 +21,9 @@ class BackupAndRestore(Callback):
     next epoch, so an interrupted run (a crash, a pre-empted job) ends with the same
     weights, bit for bit, as one that was never interrupted. The backup is deleted when
     ``fit`` finishes normally (including an early stop). Give a :class:`CSVLogger`
-    ``append=True`` so that the resumed run adds to its file.
+    ``append=True`` so that the resumed run adds to its file. In a data-parallel
+    ``fit``, rank 0 writes the backup and every rank restores from it (the directory
+    must be visible to all processes).
 
     Args:
         backup_dir: the directory of the backup (created if needed); use one per run.
@@ -73,7 +75,13 @@ class BackupAndRestore(Callback):
         self.restored_epoch = int(info["epoch"])
         self.model._initial_epoch = self.restored_epoch + 1
 
+    def _is_chief(self) -> bool:
+        state = getattr(self.model, "_fit_state", None)
+        return state is None or state.is_chief
+
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if not self._is_chief():
+            return
         from nnkit import io
 
         os.makedirs(self.backup_dir, exist_ok=True)
@@ -82,7 +90,7 @@ class BackupAndRestore(Callback):
                            epoch=epoch, loader=loader, callbacks=callbacks)
 
     def on_train_end(self, logs: dict | None = None) -> None:
-        if not self.delete_checkpoint or not os.path.exists(self.path):
+        if not self.delete_checkpoint or not self._is_chief() or not os.path.exists(self.path):
             return
         os.remove(self.path)
         with contextlib.suppress(OSError):  # keep a directory that holds other files

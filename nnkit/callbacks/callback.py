@@ -21,9 +21,14 @@ class Callback:
     :class:`~nnkit.callbacks.BackupAndRestore`) implements :meth:`state_dict` and
     :meth:`load_state_dict`.
 
+    In a data-parallel ``fit`` every process runs the callbacks with the same (averaged)
+    logs, so decisions like early stopping agree; a callback that writes files or prints
+    sets the class attribute ``rank_zero_only = True`` and then runs on rank 0 only.
+
     Attributes:
         model: the model being trained (set by :meth:`set_model`).
         params: ``{'verbose', 'epochs', 'steps'}`` of the current call.
+        rank_zero_only: run only on rank 0 of a data-parallel ``fit`` (class attribute).
 
     Example:
         >>> class PrintLoss(Callback):
@@ -31,6 +36,8 @@ class Callback:
         ...         print(epoch, logs["loss"])
         >>> model.fit(x, y, callbacks=[PrintLoss()])
     """
+
+    rank_zero_only = False
 
     def __init__(self) -> None:
         self.model: Any = None

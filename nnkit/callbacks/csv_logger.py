@@ -28,6 +28,8 @@ class CSVLogger(Callback):
         'epoch,loss,val_loss\\n'
     """
 
+    rank_zero_only = True  # one process writes the file in a data-parallel fit
+
     def __init__(self, filename: str | os.PathLike, separator: str = ",",
                  append: bool = False) -> None:
         super().__init__()

@@ -36,6 +36,8 @@ class ModelCheckpoint(Callback):
         >>> model.fit(x, y, epochs=10, validation_split=0.1, callbacks=[ckpt])
     """
 
+    rank_zero_only = True  # one process writes the file in a data-parallel fit
+
     def __init__(self, filepath: str | os.PathLike, monitor: str = "val_loss",
                  verbose: int = 0, save_best_only: bool = False,
                  save_weights_only: bool = False, mode: str = "auto",

@@ -30,6 +30,8 @@ class ProgbarLogger(Callback):
         Epoch 1/2: 100%|██████████| 45/45 [00:00<00:00, 310.2step/s, loss=0.98, ...]
     """
 
+    rank_zero_only = True
+
     def __init__(self) -> None:
         super().__init__()
         self._bar: Any = None

@@ -8,8 +8,9 @@ stdout. Everything goes through nnkit's public API: ``Sequential``, ``Model.comp
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+import contextlib
+import io as _io
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from nnkit.cli.schema import CLASSIFICATION_LOSSES
 
 __all__ = ["train", "evaluate", "predict", "summary"]
 
-_MPI_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 _OUTPUT_SUFFIXES = (".npy", ".csv")
 
 
@@ -33,16 +33,24 @@ def _format_logs(logs: dict[str, Any], prefix: str = "") -> str:
     return " - ".join(f"{prefix}{name}: {float(value):.4f}" for name, value in logs.items())
 
 
-def _check_single_process() -> None:
-    """Refuse a launch by ``mpiexec -n N`` (N > 1): data parallelism is not built yet."""
-    for var in _MPI_SIZE_VARS:
-        size = os.environ.get(var, "")
-        if size.isdigit() and int(size) > 1:
-            raise CLIError(
-                f"this is one of {size} processes started by mpiexec ({var}={size}); "
-                "distributed training needs pip install 'nnkit[distributed]' and is "
-                "not implemented yet: run nnkit train as a single process"
-            )
+def _communicator() -> Any:
+    """This process's group: MPI under ``mpiexec -n N`` (N > 1), else a single process."""
+    from nnkit import distributed
+
+    try:
+        return distributed.init()
+    except RuntimeError as err:  # launched by mpiexec, but mpi4py is missing or mismatched
+        raise CLIError(str(err)) from None
+
+
+@contextlib.contextmanager
+def _quiet_unless(chief: bool) -> Iterator[None]:
+    """Silence stdout on every rank but 0, so a data-parallel run prints one report."""
+    if chief:
+        yield
+        return
+    with contextlib.redirect_stdout(_io.StringIO()):
+        yield
 
 
 def _sample_shape(config: Config, data: Data | None) -> tuple[int, ...]:
@@ -183,7 +191,7 @@ def _setup(config: Config, *, dry_run: bool) -> _Run:
     return _Run(config, model, data, optimizer, scheduler, callbacks, out_dir)
 
 
-def _fit(run: _Run, first: int) -> Any:
+def _fit(run: _Run, first: int, comm: Any) -> Any:
     """``model.fit`` from epoch ``first`` with the config's data and train settings."""
     data, train_config = run.config["data"], run.config["train"]
     run.out_dir.mkdir(parents=True, exist_ok=True)
@@ -198,6 +206,7 @@ def _fit(run: _Run, first: int) -> Any:
         shuffle=data["shuffle"],
         initial_epoch=first,
         seed=run.config["seed"],
+        distributed=comm,
     )
 
 
@@ -238,11 +247,29 @@ def train(
         device: replaces the config's ``device``.
         dry_run: validate, build the model on one batch and print its summary only.
 
+    Under ``mpiexec -n N`` every process trains a replica on its shard of each batch
+    (gradients averaged across processes; ``data.batch_size`` is the global batch) and
+    rank 0 alone prints and writes the checkpoint.
+
     Raises:
         CLIError: for a config problem, a checkpoint that does not fit, or an
-            ``mpiexec`` launch (not supported yet).
+            ``mpiexec`` launch without mpi4py.
     """
-    _check_single_process()
+    comm = _communicator()
+    with _quiet_unless(comm.is_chief):
+        _train(config_path, overrides, comm, resume=resume, device=device, dry_run=dry_run)
+
+
+def _train(
+    config_path: Path,
+    overrides: Sequence[str],
+    comm: Any,
+    *,
+    resume: Path | None,
+    device: str | None,
+    dry_run: bool,
+) -> None:
+    """``train`` on this process (its stdout already silenced unless it is rank 0)."""
     run = _setup(load_config(config_path, overrides, device=device), dry_run=dry_run)
     if dry_run:
         print(
@@ -256,12 +283,14 @@ def train(
         print(f"nothing to train: the checkpoint has {first} epochs, train.epochs={epochs}")
         _test_logs(run.config, run.model, run.data)
         return
-    _train_and_report(run, first)
+    _train_and_report(run, first, comm)
 
 
-def _train_and_report(run: _Run, first: int) -> None:
+def _train_and_report(run: _Run, first: int, comm: Any) -> None:
     """Fit, save the checkpoint, print the last epoch's and the test split's metrics."""
-    history = _fit(run, first)
+    history = _fit(run, first, comm)
+    if not comm.is_chief:
+        return
     last = history.epoch[-1] if history.epoch else first - 1
     checkpoint = _save(run, last)
     final = {k: v[-1] for k, v in history.history.items()} if history.epoch else {}

@@ -130,6 +130,24 @@ class MeanTracker:
             self._totals[name] = self._totals.get(name, 0.0) + value * weight
             self._counts[name] = self._counts.get(name, 0.0) + weight
 
+    def allreduce(self, comm: Any) -> None:
+        """Sum the totals and weights over the ranks of ``comm``, in place.
+
+        Afterwards :meth:`result` is the mean over every rank's samples. Every rank must
+        have tracked the same names (as the same ``train_step`` produces).
+
+        Args:
+            comm: a :class:`~nnkit.distributed.Communicator`.
+        """
+        import nnkit
+
+        names = list(self._totals)
+        packed = nnkit.tensor([self._totals[n] for n in names] + [self._counts[n] for n in names],
+                              dtype=nnkit.float64)
+        values = comm.allreduce_(packed).tolist()
+        self._totals = dict(zip(names, values[:len(names)]))
+        self._counts = dict(zip(names, values[len(names):]))
+
     def result(self) -> dict[str, float]:
         """The mean of every value seen so far (NaN for a name with zero weight)."""
         return {name: (total / self._counts[name] if self._counts[name] else math.nan)

@@ -27,6 +27,7 @@ from nnkit.training.compile_utils import (
     resolve_loss,
     resolve_metrics,
 )
+from nnkit.training.distributed_fit import DistributedFit, resolve_communicator
 from nnkit.training.metrics import MeanTracker
 
 __all__ = ["Trainer", "FitState"]
@@ -39,10 +40,18 @@ class FitState:
     Attributes:
         loader: the training loader (its ``state_dict`` is checkpointed if it has one).
         callbacks: the :class:`~nnkit.callbacks.CallbackList` of the call.
+        distributed: this rank's :class:`~nnkit.training.distributed_fit.DistributedFit`
+            in a data-parallel run, else None.
     """
 
     loader: Iterable
     callbacks: Any
+    distributed: DistributedFit | None = None
+
+    @property
+    def is_chief(self) -> bool:
+        """True unless this is a data-parallel run and this process is not rank 0."""
+        return self.distributed is None or self.distributed.is_chief
 
 
 def _to_numpy(value: Any) -> Any:
@@ -293,7 +302,8 @@ class Trainer:
     def fit(self, x: Any = None, y: Any = None, batch_size: int = 32, epochs: int = 1,
             verbose: int = 1, callbacks: Any = None, validation_split: float = 0.0,
             validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
-            steps_per_epoch: int | None = None, seed: int | None = None) -> Any:
+            steps_per_epoch: int | None = None, seed: int | None = None, *,
+            distributed: Any = None) -> Any:
         """Train the model for ``epochs`` epochs.
 
         Args:
@@ -315,14 +325,24 @@ class Trainer:
             steps_per_epoch: batches per epoch; the loader is restarted when exhausted.
             seed: the shuffling seed of the loader built over arrays/Datasets (None draws
                 one from nnkit's global generator).
+            distributed: train data-parallel over a group of processes: None (the
+                default) does so when ``mpiexec`` launched more than one process, False
+                never, True requires it; or give a
+                :class:`~nnkit.distributed.Communicator`. Then ``batch_size`` is the
+                global batch (each of N ranks takes ``batch_size / N`` samples of it),
+                the logs are means over all ranks, and only rank 0 shows progress and
+                runs callbacks marked ``rank_zero_only`` (checkpoints, CSV logs); see
+                :mod:`nnkit.training.distributed_fit`.
 
         Returns:
             A :class:`~nnkit.callbacks.History` (``history.history['loss']``, ...).
 
         Raises:
-            RuntimeError: if :meth:`compile` was not called first.
-            ValueError: for x/y of different lengths, y with a Dataset/DataLoader, or
-                ``validation_split`` outside ``[0, 1)`` or with a Dataset/DataLoader.
+            RuntimeError: if :meth:`compile` was not called first, or launched by
+                ``mpiexec`` without mpi4py installed.
+            ValueError: for x/y of different lengths, y with a Dataset/DataLoader,
+                ``validation_split`` outside ``[0, 1)`` or with a Dataset/DataLoader, or
+                (data-parallel) a ``batch_size`` not divisible by the number of processes.
 
         Example:
             >>> x_train, y_train, x_test, y_test = nnkit.data.load_digits()
@@ -332,16 +352,22 @@ class Trainer:
             0.97...
         """
         self._require_compiled("fit")
+        comm = resolve_communicator(distributed)
+        dist = None if comm is None else DistributedFit(comm)
         train, val = self._fit_data(x, y, batch_size, validation_split, validation_data,
                                     shuffle, seed)
+        if dist is not None:
+            train = dist.shard(train)
+            callbacks, verbose = dist.callbacks(callbacks, verbose)
         data = da.EpochIterator(train, steps_per_epoch)
         self._build_from(data)
         cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
                               steps=data.num_steps)
-        self._fit_state, self.stop_training = FitState(train, cbs), False
+        self._fit_state, self.stop_training = FitState(train, cbs, dist), False
         self._initial_epoch = initial_epoch
+        replicated = contextlib.nullcontext() if dist is None else dist.replicated(self)
         try:
-            with self._mode(True):
+            with self._mode(True), replicated:
                 cbs.on_train_begin()
                 logs = self._fit_epochs(self._initial_epoch, epochs, data, val, cbs)
                 cbs.on_train_end(logs)
@@ -378,7 +404,7 @@ class Trainer:
                 val_logs = self._test_loop(val, cbs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
-            if self.stop_training:
+            if self._stop_requested():
                 break
         return logs
 
@@ -390,9 +416,20 @@ class Trainer:
             batch = self._to_device(batch)
             tracker.update(self.train_step(batch), da.batch_size_of(da.unpack_batch(batch)[0]))
             cbs.on_train_batch_end(step, tracker.result())
-            if self.stop_training:
+            if self._stop_requested():
                 break
-        return tracker.result()
+        dist = self._fit_state.distributed
+        if dist is None:
+            return tracker.result()
+        dist.broadcast_buffers(self)  # e.g. running statistics, so validation agrees
+        return dist.reduce_logs(tracker)
+
+    def _stop_requested(self) -> bool:
+        """``stop_training``; in a data-parallel run, True on all ranks if set on one."""
+        dist = self._fit_state.distributed
+        if dist is not None:
+            self.stop_training = dist.any(self.stop_training)
+        return self.stop_training
 
     # ---------------------------------------------------------------- evaluate
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int = 32, verbose: int = 1,

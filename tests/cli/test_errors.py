@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -167,7 +169,11 @@ def test_evaluate_needs_a_test_split(cli, trained, workdir):
 
 
 @pytest.mark.parametrize("var", ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"])
-def test_mpiexec_is_refused(cli, tiny_config, monkeypatch, var):
+def test_mpiexec_without_mpi4py_says_how_to_install(cli, tiny_config, monkeypatch, var):
+    from nnkit.distributed import launch
+
+    monkeypatch.setattr(launch, "_default", None)
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # as if not installed
     monkeypatch.setenv(var, "4")
     assert_config_error(cli("train", tiny_config), "pip install 'nnkit[distributed]'")
 

@@ -1,0 +1,91 @@
+"""``init()``: find out how this process was launched and return its communicator.
+
+``mpiexec``/``mpirun`` tell each process the size of its job through the environment:
+Open MPI sets ``OMPI_COMM_WORLD_SIZE``, MPICH's Hydra and Intel MPI ``PMI_SIZE``,
+MVAPICH ``MV2_COMM_WORLD_SIZE``, PMIx launchers ``PMIX_SIZE``. Reading them costs
+nothing and needs no MPI library, so ``fit`` and the CLI can ask
+:func:`launched_world_size` on every call and import mpi4py only when a job of more
+than one process is really running.
+"""
+
+from __future__ import annotations
+
+import os
+
+from nnkit.distributed.communicator import Communicator, LocalCommunicator
+from nnkit.distributed.mpi import MPICommunicator, import_mpi
+
+__all__ = ["init", "launched_world_size", "MPI_SIZE_VARS"]
+
+MPI_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE")
+BACKENDS = ("auto", "mpi", "local")
+
+_default: Communicator | None = None
+
+
+def _launch_var() -> tuple[str, int] | None:
+    """The first MPI size variable set to an integer, and its value."""
+    for var in MPI_SIZE_VARS:
+        value = os.environ.get(var, "").strip()
+        if value.isdigit():
+            return var, int(value)
+    return None
+
+
+def launched_world_size() -> int:
+    """The number of processes ``mpiexec`` started in this job (1 if not launched by it).
+
+    Example:
+        >>> launched_world_size()   # under "mpiexec -n 4 ..."
+        4
+    """
+    found = _launch_var()
+    return 1 if found is None else found[1]
+
+
+def init(backend: str = "auto") -> Communicator:
+    """The communicator of this process, created on the first call and cached.
+
+    Args:
+        backend: ``'auto'`` (MPI when launched by ``mpiexec`` with more than one
+            process, else a :class:`LocalCommunicator`), ``'mpi'`` (always
+            ``MPI.COMM_WORLD``) or ``'local'``.
+
+    Returns:
+        A :class:`Communicator`; later calls with a compatible backend return the same.
+
+    Raises:
+        ValueError: for an unknown backend.
+        RuntimeError: if launched by ``mpiexec`` but mpi4py is missing (the message says
+            ``pip install 'nnkit[distributed]'``), or if MPI sees fewer processes than
+            ``mpiexec`` started (mpi4py built against another MPI than the launcher's).
+
+    Example:
+        >>> comm = nnkit.distributed.init()       # mpiexec -n 2 python train.py
+        >>> comm.rank, comm.world_size
+        (0, 2)
+    """
+    global _default
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown distributed backend {backend!r}; expected one of {BACKENDS}")
+    use_mpi = backend == "mpi" or (backend == "auto" and launched_world_size() > 1)
+    if _default is not None and isinstance(_default, MPICommunicator) == use_mpi:
+        return _default
+    _default = _mpi_world() if use_mpi else LocalCommunicator()
+    return _default
+
+
+def _mpi_world() -> MPICommunicator:
+    found = _launch_var()
+    if found is not None:
+        var, size = found
+        import_mpi(f"this is one of {size} processes started by mpiexec ({var}={size})")
+    comm = MPICommunicator()
+    if found is not None and comm.world_size != found[1]:
+        raise RuntimeError(
+            f"mpiexec started {found[1]} processes ({found[0]}={found[1]}) but MPI sees "
+            f"{comm.world_size}: mpi4py is probably built against another MPI library than "
+            "the mpiexec that launched it (use the mpiexec of that MPI, e.g. the one the "
+            "'mpich' or 'openmpi' Python package installs next to mpi4py)"
+        )
+    return comm

@@ -1,0 +1,187 @@
+"""What ``fit`` does differently when it runs data-parallel over several ranks.
+
+``Model.fit`` stays one loop; when it runs on a group of more than one rank (under
+``mpiexec``, or given ``distributed=comm``) it asks a :class:`DistributedFit` to:
+
+* shard the training data: each rank iterates its part of every *global* batch
+  through a :class:`~nnkit.data.DistributedSampler` (``batch_size`` is the global
+  batch, Keras's convention; each rank takes ``batch_size / world_size`` samples), with
+  the seed of rank 0, so the union of the ranks' batches is exactly the batch a
+  single process would draw with the same seed;
+* start every rank from rank 0's weights and average gradients after each backward
+  (:class:`~nnkit.distributed.GradientSync`);
+* average the epoch's logs over all samples of all ranks, and make the ranks agree on
+  ``stop_training``, so that callbacks (EarlyStopping, ReduceLROnPlateau, ...) take the
+  same decisions everywhere;
+* keep progress bars and callbacks marked ``rank_zero_only`` (checkpoints, CSV logs)
+  on rank 0.
+
+Validation data is evaluated whole on every rank (the replicas are identical, so
+they agree without communicating).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from nnkit.data import (
+    DataLoader,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+)
+from nnkit.distributed import Communicator, GradientSync, broadcast_module
+from nnkit.training.metrics import MeanTracker
+
+__all__ = ["DistributedFit", "resolve_communicator"]
+
+
+def resolve_communicator(distributed: Any) -> Communicator | None:
+    """The group ``fit`` trains over, or None to train as a single process.
+
+    Args:
+        distributed: None (use MPI when ``mpiexec`` launched more than one process),
+            False (never), True (:func:`nnkit.distributed.init`, required) or a
+            :class:`~nnkit.distributed.Communicator`.
+
+    Raises:
+        TypeError: for another value.
+        RuntimeError: from :func:`nnkit.distributed.init` (e.g. mpi4py missing).
+    """
+    from nnkit import distributed as dist
+
+    if distributed is None:
+        distributed = dist.launched_world_size() > 1
+    if distributed is False:
+        return None
+    if distributed is True:
+        distributed = dist.init()
+    if not isinstance(distributed, Communicator):
+        raise TypeError(
+            "fit: distributed must be None, a bool or an "
+            f"nnkit.distributed.Communicator; received {type(distributed).__name__}"
+        )
+    return distributed if distributed.world_size > 1 else None
+
+
+class DistributedFit:
+    """One rank's share of a data-parallel ``fit``.
+
+    Args:
+        comm: the group (``world_size > 1``).
+    """
+
+    def __init__(self, comm: Communicator) -> None:
+        self.comm = comm
+
+    @property
+    def is_chief(self) -> bool:
+        """True on rank 0."""
+        return self.comm.is_chief
+
+    # ------------------------------------------------------------------ data
+    def shard(self, loader: Iterable) -> Iterable:
+        """This rank's loader over its shard of ``loader``'s batches.
+
+        A :class:`DataLoader` over a map-style dataset, in order or shuffled by a
+        :class:`RandomSampler`, is rebuilt with a :class:`DistributedSampler` (rank 0's
+        seed) and ``batch_size / world_size``. One that already has a DistributedSampler,
+        one over an IterableDataset, or any other iterable is taken to yield this rank's
+        batches already and is returned as is.
+
+        Raises:
+            ValueError: if the batch size is not divisible by the world size, or the
+                loader has another sampler or a batch sampler.
+        """
+        if (
+            not isinstance(loader, DataLoader)
+            or isinstance(loader.dataset, IterableDataset)
+            or isinstance(loader.sampler, DistributedSampler)
+        ):
+            return loader
+        shuffle, seed = self._order(loader)
+        world = self.comm.world_size
+        if loader.batch_size % world:
+            raise ValueError(
+                f"fit: batch_size={loader.batch_size} is the global batch and "
+                f"must be divisible by the {world} processes"
+            )
+        sampler = DistributedSampler(
+            loader.dataset,
+            world,
+            self.comm.rank,
+            shuffle=shuffle,
+            seed=seed,
+            drop_last=loader.drop_last,
+        )
+        return DataLoader(
+            loader.dataset,
+            loader.batch_size // world,
+            sampler=sampler,
+            drop_last=loader.drop_last,
+            collate_fn=loader.collate_fn,
+            seed=seed,
+            num_workers=loader.num_workers,
+            prefetch=loader.prefetch,
+        )
+
+    def _order(self, loader: DataLoader) -> tuple[bool, int]:
+        """Whether ``loader`` shuffles, and the seed of rank 0's order."""
+        sampler = loader.sampler
+        if isinstance(sampler, SequentialSampler):
+            return False, self._agree(loader.seed)
+        if (
+            type(sampler) is RandomSampler
+            and not sampler.replacement
+            and sampler.num_samples == len(loader.dataset)
+        ):
+            return True, self._agree(sampler.seed)
+        raise ValueError(
+            "fit: cannot shard a DataLoader with a "
+            f"{type(sampler or loader.batch_sampler).__name__} across processes; "
+            "give it a nnkit.data.DistributedSampler instead"
+        )
+
+    def _agree(self, seed: int) -> int:
+        """Rank 0's ``seed``, on every rank."""
+        import nnkit
+
+        value = nnkit.tensor([int(seed)], dtype=nnkit.int64)
+        return int(self.comm.broadcast_(value).item())
+
+    # --------------------------------------------------------------- replicas
+    @contextlib.contextmanager
+    def replicated(self, model: Any) -> Iterator[None]:
+        """Broadcast rank 0's weights, then average gradients until the block ends."""
+        broadcast_module(model, self.comm)
+        sync = GradientSync(model.parameters(), self.comm)
+        try:
+            yield
+        finally:
+            sync.remove()
+
+    def broadcast_buffers(self, model: Any) -> None:
+        """Give every rank rank 0's buffers (e.g. BatchNorm's running statistics)."""
+        for buffer in model.buffers():
+            self.comm.broadcast_(buffer)
+
+    # ------------------------------------------------------------ logs, stop
+    def reduce_logs(self, tracker: MeanTracker) -> dict[str, float]:
+        """The epoch's means over the samples of every rank."""
+        tracker.allreduce(self.comm)
+        return tracker.result()
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank if ``flag`` is True on some rank."""
+        return self.comm.allreduce_scalar(float(bool(flag)), op="max") > 0
+
+    # -------------------------------------------------------------- callbacks
+    def callbacks(self, callbacks: Any, verbose: int) -> tuple[Any, int]:
+        """The callbacks and verbosity of this rank: rank 0 keeps everything; the others
+        drop ``rank_zero_only`` callbacks and the progress bar."""
+        if self.is_chief or callbacks is None:
+            return callbacks, verbose if self.is_chief else 0
+        return [cb for cb in callbacks if not getattr(cb, "rank_zero_only", False)], 0
