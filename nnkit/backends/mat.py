@@ -21,13 +21,14 @@ from sys import getrefcount
 
 import numpy as np
 
+from nnkit.backends.creation import MatCreationMixin
 from nnkit.backends.nn_kernels import NNKernelsMixin
 from nnkit.backends.storage import Storage
 
 __all__ = ["ArrayMat"]
 
 
-class ArrayMat(NNKernelsMixin):
+class ArrayMat(MatCreationMixin, NNKernelsMixin):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 
     __slots__ = ("array", "_storage", "__weakref__")
@@ -66,73 +67,6 @@ class ArrayMat(NNKernelsMixin):
     @classmethod
     def wrap(cls, array) -> "ArrayMat":
         return cls(array)
-
-    # ----------------------------------------------------------------- creation
-    @classmethod
-    def from_data(cls, data, dtype=None) -> "ArrayMat":
-        """Copy host data (nested lists, scalars, arrays) onto this backend's device."""
-        return cls(cls.xp.array(data, dtype=dtype))
-
-    @classmethod
-    def from_host(cls, array, copy: bool = False) -> "ArrayMat":
-        """Wrap (CPU: share, GPU: upload) a host ndarray."""
-        return cls(cls.xp.array(array, copy=True) if copy else cls.xp.asarray(array))
-
-    @classmethod
-    def zeros(cls, shape, dtype) -> "ArrayMat":
-        return cls(cls.xp.zeros(shape, dtype=dtype))
-
-    @classmethod
-    def ones(cls, shape, dtype) -> "ArrayMat":
-        return cls(cls.xp.ones(shape, dtype=dtype))
-
-    @classmethod
-    def full(cls, shape, value, dtype) -> "ArrayMat":
-        return cls(cls.xp.full(shape, value, dtype=dtype))
-
-    @classmethod
-    def empty(cls, shape, dtype) -> "ArrayMat":
-        return cls(cls.xp.empty(shape, dtype=dtype))
-
-    @classmethod
-    def arange(cls, start, stop, step, dtype) -> "ArrayMat":
-        return cls(cls.xp.arange(start, stop, step, dtype=dtype))
-
-    @classmethod
-    def linspace(cls, start, stop, num, dtype) -> "ArrayMat":
-        return cls(cls.xp.linspace(start, stop, num, dtype=dtype))
-
-    @classmethod
-    def eye(cls, n, m, dtype) -> "ArrayMat":
-        return cls(cls.xp.eye(n, m, dtype=dtype))
-
-    @classmethod
-    def scalar(cls, value, dtype) -> "ArrayMat":
-        """A 0-d Mat holding ``value``."""
-        return cls(cls.xp.asarray(value, dtype=dtype))
-
-    # Random draws come from a host numpy Generator so that CPU and GPU runs seeded
-    # alike draw the same numbers.
-    @classmethod
-    def rand(cls, shape, dtype, rng) -> "ArrayMat":
-        return cls.from_host(rng.random(shape, dtype=np.float64).astype(dtype, copy=False))
-
-    @classmethod
-    def randn(cls, shape, dtype, rng) -> "ArrayMat":
-        return cls.from_host(rng.standard_normal(shape).astype(dtype, copy=False))
-
-    @classmethod
-    def randint(cls, low, high, shape, dtype, rng) -> "ArrayMat":
-        return cls.from_host(rng.integers(low, high, size=shape).astype(dtype, copy=False))
-
-    @classmethod
-    def uniform(cls, low, high, shape, dtype, rng) -> "ArrayMat":
-        return cls.from_host(rng.uniform(low, high, size=shape).astype(dtype, copy=False))
-
-    @classmethod
-    def bernoulli(cls, p, shape, dtype, rng) -> "ArrayMat":
-        """Each element 1 with probability ``p`` else 0."""
-        return cls.from_host((rng.random(shape) < p).astype(dtype, copy=False))
 
     # --------------------------------------------------------------- properties
     @property
