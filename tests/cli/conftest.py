@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 TINY = {
     "seed": 0,
@@ -48,6 +47,8 @@ def tiny_config(workdir):
 @pytest.fixture
 def cli():
     """``cli(*args)`` runs the typer app in process and returns the click Result."""
+    from typer.testing import CliRunner
+
     from nnkit.cli import app
 
     runner = CliRunner()
@@ -65,6 +66,8 @@ def trained(tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("trained")
     config = write_config(directory, {**TINY, "output": {"dir": str(directory / "run")}})
+    from typer.testing import CliRunner
+
     result = CliRunner().invoke(app, ["train", str(config)])
     assert result.exit_code == 0, result.output
     return config, directory / "run" / "last.h5"

@@ -1,4 +1,5 @@
 """train / evaluate / predict / summary on the digits data, in process (CliRunner)."""
+# ruff: noqa: E402  (the imports below need typer, skipped above when missing)
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+pytest.importorskip("typer", reason="the CLI needs typer (pip install -e '.[dev]')")
 
 import nnkit
 from tests.cli.conftest import TINY, write_config

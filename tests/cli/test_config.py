@@ -1,8 +1,11 @@
 """Config loading, ``--set`` overrides and schema validation (no training)."""
+# ruff: noqa: E402  (the imports below need typer, skipped above when missing)
 
 from __future__ import annotations
 
 import pytest
+
+pytest.importorskip("typer", reason="the CLI needs typer (pip install -e '.[dev]')")
 
 from nnkit.cli.config import apply_overrides, did_you_mean, load_config, parse_yaml, validate
 from nnkit.cli.errors import ConfigError

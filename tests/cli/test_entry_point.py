@@ -1,4 +1,5 @@
 """The installed ``nnkit`` console script and ``python -m nnkit.cli``, in real processes."""
+# ruff: noqa: E402  (the imports below need typer, skipped above when missing)
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("typer", reason="the CLI needs typer (pip install -e '.[dev]')")
 
 import nnkit
 from tests.cli.conftest import TINY, write_config

@@ -1,4 +1,5 @@
 """Every user error: one line on stderr naming the key, exit status 2, no traceback."""
+# ruff: noqa: E402  (the imports below need typer, skipped above when missing)
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+
+pytest.importorskip("typer", reason="the CLI needs typer (pip install -e '.[dev]')")
 
 from tests.cli.conftest import TINY, write_config
 

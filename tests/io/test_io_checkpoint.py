@@ -1,8 +1,10 @@
 """Checkpoint round trips: weights, full training state, bit-for-bit resume."""
+# ruff: noqa: E402  (the imports below need h5py, skipped above when missing)
 
-import h5py
 import numpy as np
 import pytest
+
+h5py = pytest.importorskip("h5py", reason="nnkit.io needs h5py (pip install -e .)")
 
 import nnkit
 import nnkit.nn.functional as F

@@ -1,8 +1,10 @@
 """The nested-dict <-> HDF5 mapping: exact round trips and refusal of foreign content."""
+# ruff: noqa: E402  (the imports below need h5py, skipped above when missing)
 
-import h5py
 import numpy as np
 import pytest
+
+h5py = pytest.importorskip("h5py", reason="nnkit.io needs h5py (pip install -e .)")
 
 import nnkit
 from nnkit.io import CheckpointError, read_checkpoint, save_checkpoint
