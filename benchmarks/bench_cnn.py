@@ -44,17 +44,26 @@ def init_params(seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------- nnkit
-def nnkit_step(p: dict, x, y):
+def train_step(F, no_grad, p: dict, x, y):
+    """One SGD step of the network, written once for nnkit and for PyTorch.
+
+    ``F`` is ``nnkit.nn.functional`` or ``torch.nn.functional``; ``no_grad`` the
+    matching context manager.
+    """
     h = F.max_pool2d(F.relu(F.conv2d(x, p["c1w"], p["c1b"])), 2)
     h = F.max_pool2d(F.relu(F.conv2d(h, p["c2w"], p["c2b"])), 2)
     h = F.relu(F.linear(h.flatten(1), p["f1w"], p["f1b"]))
     loss = F.cross_entropy(F.linear(h, p["f2w"], p["f2b"]), y)
     loss.backward()
-    with nnkit.no_grad():
+    with no_grad():
         for t in p.values():
             t.sub_(t.grad, alpha=LR)
             t.grad = None
     return loss
+
+
+def nnkit_step(p: dict, x, y):
+    return train_step(F, nnkit.no_grad, p, x, y)
 
 
 # ------------------------------------------------------------------ NumPy floor
@@ -143,17 +152,7 @@ def numpy_params(params: dict) -> dict:
 
 # ---------------------------------------------------------------------- torch
 def torch_step(torch, p: dict, x, y):
-    tf = torch.nn.functional
-    h = tf.max_pool2d(tf.relu(tf.conv2d(x, p["c1w"], p["c1b"])), 2)
-    h = tf.max_pool2d(tf.relu(tf.conv2d(h, p["c2w"], p["c2b"])), 2)
-    h = tf.relu(tf.linear(h.flatten(1), p["f1w"], p["f1b"]))
-    loss = tf.cross_entropy(tf.linear(h, p["f2w"], p["f2b"]), y)
-    loss.backward()
-    with torch.no_grad():
-        for t in p.values():
-            t.sub_(t.grad, alpha=LR)
-            t.grad = None
-    return loss
+    return train_step(torch.nn.functional, torch.no_grad, p, x, y)
 
 
 # ----------------------------------------------------------------------- main

@@ -53,10 +53,8 @@ def _root_grads(tensors, grads):
 
 def _count_dependencies(roots) -> dict:
     deps: dict = {}
-    seen = set()
-    stack = [n for n in roots]
-    for n in roots:
-        seen.add(n)
+    seen = set(roots)
+    stack = list(roots)
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:
@@ -337,7 +335,9 @@ def _store_grad(impl, grad, create_graph) -> None:
 def _owned(grad):
     """``grad`` detached, stolen when nothing else can see its memory, else copied."""
     m = grad._impl.data
-    if grad._impl.grad_fn is None and m.owns_memory() and m.is_contiguous():
+    # references to m: grad._impl.data, the local, getrefcount's argument
+    if (grad._impl.grad_fn is None and getrefcount(m) == 3 and m.owns_memory()
+            and m.is_contiguous()):
         return Tensor._wrap(TensorImpl(m))
     return Tensor._wrap(TensorImpl(m.copy()))
 

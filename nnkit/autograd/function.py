@@ -102,9 +102,7 @@ class SavedTensor:
             if self.packed is None:
                 t._impl = self.impl
                 return t
-            impl = TensorImpl(mat, True)
-            acc = grad_edge(self.impl)[0]  # held strongly: a weakref to it would die here
-            impl._grad_acc = lambda: acc
+            impl = leaf_alias(mat, self.impl)
         elif kind == "output":
             # An output's grad_fn is the saving node itself, passed in rather than
             # stored: storing it would make a node -> saved -> node reference cycle.
@@ -256,6 +254,18 @@ def grad_edge(impl):
                 acc = AccumulateGrad(impl)
                 impl._grad_acc = weakref.ref(acc)
     return (acc, 0)
+
+
+def leaf_alias(mat, leaf):
+    """A TensorImpl over ``mat`` whose gradients reach the leaf ``leaf``'s accumulator.
+
+    Used where the engine or a saved-tensor hook hands out another handle on a leaf;
+    the accumulator is held strongly (a weak reference from a new impl would die).
+    """
+    impl = TensorImpl(mat, True)
+    acc = grad_edge(leaf)[0]
+    impl._grad_acc = lambda: acc
+    return impl
 
 
 class _NoGraphCtx:
@@ -440,12 +450,7 @@ def _new_node(cls, impls):
         if i is not None and i.requires_grad:
             needs.append(True)
             fn = i.grad_fn
-            if fn is not None:
-                edges.append((fn, i.output_nr))
-            else:  # a leaf: its live accumulator, else grad_edge makes one
-                ref = i._grad_acc
-                acc = ref() if ref is not None else None
-                edges.append((acc, 0) if acc is not None else grad_edge(i))
+            edges.append((fn, i.output_nr) if fn is not None else grad_edge(i))
         else:
             needs.append(False)
             edges.append(_NO_EDGE)

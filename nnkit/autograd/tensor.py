@@ -83,17 +83,15 @@ class Tensor:
     @classmethod
     def _wrap_shared(cls, t: "Tensor") -> "Tensor":
         """Another handle on ``t``'s memory (a second Mat), keeping its graph position."""
-        m = t._impl.data
-        impl = TensorImpl(m._view(m.array), t._impl.requires_grad)
-        impl.grad_fn = t._impl.grad_fn
-        impl.output_nr = t._impl.output_nr
-        if impl.grad_fn is None and impl.requires_grad:
+        src = t._impl
+        m = src.data._view(src.data.array)
+        if src.grad_fn is None and src.requires_grad:
             # An alias of a leaf must feed the leaf's own accumulator (else gradients
-            # reaching the alias, e.g. with create_graph, are lost); hold it strongly.
-            from nnkit.autograd.function import grad_edge
-
-            acc = grad_edge(t._impl)[0]
-            impl._grad_acc = lambda: acc
+            # reaching the alias, e.g. with create_graph, are lost).
+            return cls._wrap(_function.leaf_alias(m, src))
+        impl = TensorImpl(m, src.requires_grad)
+        impl.grad_fn = src.grad_fn
+        impl.output_nr = src.output_nr
         return cls._wrap(impl)
 
     # ------------------------------------------------------------- properties

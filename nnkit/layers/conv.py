@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from nnkit.autograd.factories import empty
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
@@ -69,11 +67,7 @@ class _ConvNd(Module):
 
     def reset_parameters(self) -> None:
         """PyTorch's default: weight from kaiming_uniform_(a=√5), bias from U(±1/√fan_in)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.torch_default_(self.weight, self.bias)
 
     def _pad_amounts(self) -> tuple:
         """``F.pad`` amounts (last dimension first) for a non-zero padding mode."""

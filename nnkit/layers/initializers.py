@@ -17,7 +17,7 @@ from nnkit.autograd.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_", "get_initializer"]
+           "trunc_normal_", "torch_default_", "get_initializer"]
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -141,6 +141,16 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     """He normal: N(0, std²) with std = gain / √fan."""
     gain = calculate_gain(nonlinearity, a)
     return normal_(tensor, 0.0, gain / math.sqrt(_fan(tensor, mode)))
+
+
+def torch_default_(weight: Tensor, bias: Tensor | None = None) -> None:
+    """PyTorch's default for Linear and Conv: ``kaiming_uniform_(a=√5)`` weights and
+    bias drawn from U(±1/√fan_in)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
 
 
 def _lecun_uniform(t):

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import math
-
 from nnkit.autograd.factories import empty
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
@@ -54,10 +52,7 @@ class Linear(Module):
 
     def reset_parameters(self) -> None:
         """Draw fresh weights with PyTorch's default initialisation."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features)
-            init.uniform_(self.bias, -bound, bound)
+        init.torch_default_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)

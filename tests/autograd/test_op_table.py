@@ -121,6 +121,16 @@ def test_forward_float32_keeps_dtype(spec, sample, device):
         np.testing.assert_allclose(o, np.asarray(w), atol=spec.atol * 10, rtol=spec.rtol * 10)
 
 
+def _checked_fn(spec, sample):
+    """The op as a function of its arguments; random ops reseed so every call agrees."""
+    def fn(*a):
+        if spec.random:
+            nnkit.manual_seed(7)
+        return _call(spec, sample, a)
+
+    return fn
+
+
 @pytest.mark.parametrize("layout", ["contig", "noncontig", "transposed"])
 @pytest.mark.parametrize("spec,sample", _params("diff"))
 def test_gradcheck(spec, sample, layout, device):
@@ -131,13 +141,7 @@ def test_gradcheck(spec, sample, layout, device):
             isinstance(a, nnkit.Tensor) and a.requires_grad and not a.is_contiguous()
             for a in args):
         pytest.skip("no input of this sample has a non-contiguous form in this layout")
-    if spec.random:
-        def fn(*a):
-            nnkit.manual_seed(7)
-            return _call(spec, sample, a)
-    else:
-        def fn(*a):
-            return _call(spec, sample, a)
+    fn = _checked_fn(spec, sample)
     assert gradcheck(fn, tuple(args), atol=spec.grad_atol, rtol=spec.grad_rtol)
 
 
@@ -147,13 +151,7 @@ def test_gradgradcheck(spec, sample, layout, device):
     if layout != "contig" and not sample.noncontig:
         pytest.skip("sample opts out of non-contiguous layouts")
     args = _make_args(sample, device, nnkit.float64, layout)
-    if spec.random:
-        def fn(*a):
-            nnkit.manual_seed(7)
-            return _call(spec, sample, a)
-    else:
-        def fn(*a):
-            return _call(spec, sample, a)
+    fn = _checked_fn(spec, sample)
     assert gradgradcheck(fn, tuple(args), atol=spec.grad_atol, rtol=spec.grad_rtol)
 
 

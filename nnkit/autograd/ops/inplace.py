@@ -23,9 +23,7 @@ __all__ = ["add_", "sub_", "mul_", "div_", "clamp_", "clip_", "zero_", "fill_", 
 
 
 def _requires(o) -> bool:
-    from nnkit.autograd.tensor import Tensor
-
-    return isinstance(o, Tensor) and o._impl.requires_grad
+    return isinstance(o, _fn.Tensor) and o._impl.requires_grad
 
 
 def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
@@ -65,11 +63,9 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
 
 def _snapshot(impl, clone: bool):
     """A TensorImpl holding ``impl``'s current value and graph position."""
-    from nnkit.autograd.tensor import Tensor, TensorImpl
-
-    old = TensorImpl(impl.data.copy() if clone else impl.data, impl.requires_grad)
+    old = _fn.TensorImpl(impl.data.copy() if clone else impl.data, impl.requires_grad)
     old.grad_fn, old.output_nr, old._grad_acc = impl.grad_fn, impl.output_nr, impl._grad_acc
-    return Tensor._wrap(old)
+    return _fn.Tensor._wrap(old)
 
 
 def _replay(t, recipe):
@@ -125,9 +121,7 @@ def _inplace_on_view(x, name, graph_fn, clone_self):
     impl.data.copy_(new_view._impl.data)  # writes through into the base's memory
     base.grad_fn, base.output_nr = new_base._impl.grad_fn, new_base._impl.output_nr
     base.requires_grad = True
-    from nnkit.autograd.tensor import Tensor
-
-    regen = _replay(Tensor._wrap(base), recipe)._impl
+    regen = _replay(_fn.Tensor._wrap(base), recipe)._impl
     impl.grad_fn, impl.output_nr, impl.requires_grad = regen.grad_fn, regen.output_nr, True
     return x
 
@@ -143,7 +137,7 @@ def _check_binary(x, other, name, *, same_device=True):
     """In-place results keep ``x``'s dtype, shape and device: reject what would not fit."""
     xm = x._impl.data
     xk = xm.array.dtype.kind
-    if isinstance(other, _fn.Tensor):  # (_fn.Tensor: no import on this hot path)
+    if isinstance(other, _fn.Tensor):
         om = other._impl.data
         if same_device and (om.__class__ is not xm.__class__ or xm.multi_device) \
                 and om.device != xm.device:
@@ -210,9 +204,7 @@ def div_(x, other):
 
 def clamp_(x, min=None, max=None):
     """Clamp ``x`` into ``[min, max]`` in place; returns ``x``."""
-    from nnkit.autograd.tensor import Tensor
-
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
+    if isinstance(min, _fn.Tensor) or isinstance(max, _fn.Tensor):
         return _via_copy(x, "clamp_", lambda old: ew.clamp(old, min, max), (min, max))
     if min is None and max is None:
         raise ValueError("clamp_: at least one of 'min' or 'max' must not be None")
@@ -230,9 +222,7 @@ def zero_(x):
 
 def fill_(x, value):
     """Fill ``x`` with ``value`` in place; returns ``x``."""
-    from nnkit.autograd.tensor import Tensor
-
-    if isinstance(value, Tensor):
+    if isinstance(value, _fn.Tensor):
         if value.numel() != 1:
             raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape "
                                f"{list(value.shape)}")
@@ -243,14 +233,10 @@ def fill_(x, value):
 def copy_(x, src):
     """Copy ``src`` (broadcast, cast, from any device) into ``x``; returns ``x``."""
     from nnkit.autograd.factories import tensor
-    from nnkit.autograd.tensor import Tensor
-
-    if not isinstance(src, Tensor):
+    if not isinstance(src, _fn.Tensor):
         src = tensor(src, dtype=x.dtype, device=x.device)
     if src._impl.data.dtype.kind != "f":
         _check_binary(x, src, "copy_", same_device=False)
-    from nnkit.autograd.ops.shape import broadcast_shapes
-
     if broadcast_shapes(x.shape, src.shape) != x.shape:
         raise RuntimeError(f"copy_: source shape {list(src.shape)} can't be broadcast to "
                            f"{list(x.shape)}")
@@ -362,6 +348,4 @@ def normal_(x, mean: float = 0.0, std: float = 1.0):
 
 
 def _t(mat):
-    from nnkit.autograd.tensor import Tensor
-
-    return Tensor._from_mat(mat)
+    return _fn.Tensor._from_mat(mat)
