@@ -17,8 +17,8 @@ from nnkit.callbacks.learning_rate_scheduler import LearningRateScheduler
 from nnkit.callbacks.model_checkpoint import ModelCheckpoint
 from nnkit.callbacks.progbar_logger import ProgbarLogger
 from nnkit.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
-from nnkit.callbacks.terminate_on_nan import TerminateOnNaN
+from nnkit.callbacks.terminate_on_nan import NonFiniteLossError, TerminateOnNaN
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "ReduceLROnPlateau", "LearningRateScheduler", "CSVLogger",
-           "TerminateOnNaN", "BackupAndRestore"]
+           "TerminateOnNaN", "NonFiniteLossError", "BackupAndRestore"]

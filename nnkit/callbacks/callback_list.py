@@ -52,6 +52,7 @@ class CallbackList(Callback):
         if model is not None:
             self.set_model(model)
         self.set_params(params)
+        self._order = self._ordered()
 
     def __iter__(self):
         return iter(self.callbacks)
@@ -69,20 +70,42 @@ class CallbackList(Callback):
         for cb in self.callbacks:
             cb.set_params(params)
 
-    def stateful(self) -> list[Callback]:
-        """The callbacks whose state a checkpoint keeps (all but History and progress)."""
-        return [cb for cb in self.callbacks if not isinstance(cb, (History, ProgbarLogger))]
+    def keyed(self) -> dict[str, Callback]:
+        """The callbacks whose state a checkpoint keeps, by a stable key.
+
+        The key is the callback's ``state_key`` attribute if it has one (e.g.
+        ``'CSVLogger:history.csv'``, ``'EarlyStopping:val_loss'``), else its class
+        name; the second, third... callback with the same key get ``#2``, ``#3``. So a
+        saved state finds its callback again when callbacks are added, removed or
+        reordered between runs. Progress bars and checkpointing callbacks themselves
+        (``BackupAndRestore``) are left out.
+        """
+        keyed: dict[str, Callback] = {}
+        for cb in self.callbacks:
+            if isinstance(cb, ProgbarLogger) or getattr(cb, "_runs_last", False):
+                continue
+            base = getattr(cb, "state_key", None) or type(cb).__name__
+            key, n = base, 1
+            while key in keyed:
+                n += 1
+                key = f"{base}#{n}"
+            keyed[key] = cb
+        return keyed
+
+    def _ordered(self) -> list[Callback]:
+        # Callbacks that checkpoint or restore the whole state (BackupAndRestore) go
+        # last in every hook: the state they save is the one every other callback has
+        # finished with (a scheduler stepped, a CSV row written), and a restore is not
+        # undone by another callback resetting itself in on_train_begin.
+        first = [cb for cb in self.callbacks if not getattr(cb, "_runs_last", False)]
+        return first + [cb for cb in self.callbacks if getattr(cb, "_runs_last", False)]
 
     def _call(self, hook: str, *args: Any) -> None:
-        for cb in self.callbacks:
+        for cb in self._order:
             getattr(cb, hook)(*args)
 
     def on_train_begin(self, logs=None):
-        # Callbacks that restore saved state (BackupAndRestore) go last: the others
-        # reset themselves in on_train_begin and would undo the restore.
-        last = [cb for cb in self.callbacks if getattr(cb, "_runs_last", False)]
-        for cb in [cb for cb in self.callbacks if cb not in last] + last:
-            cb.on_train_begin(logs)
+        self._call("on_train_begin", logs)
 
     def on_train_end(self, logs=None):
         self._call("on_train_end", logs)

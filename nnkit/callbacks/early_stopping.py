@@ -53,6 +53,11 @@ class EarlyStopping(Callback):
         self.best = self.compare.worst
         self.best_weights: dict | None = None
 
+    @property
+    def state_key(self) -> str:
+        """The key of this callback's state in a checkpoint: one per monitored log."""
+        return f"EarlyStopping:{self.monitor}"
+
     def on_train_begin(self, logs: dict | None = None) -> None:
         self._reset()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nnkit.callbacks.callback import Callback
 
 __all__ = ["History"]
@@ -41,5 +43,27 @@ class History(Callback):
         return f"History(epochs={len(self.epoch)}, keys={sorted(self.history)})"
 
     def state_dict(self) -> dict[str, Any]:
-        """Nothing: a resumed run records its own epochs, as in Keras."""
-        return {}
+        """The epochs recorded so far, so that a resumed run's History is the whole run's.
+
+        Returns:
+            ``{'epoch': int64 array, 'history': {name: float64 array}}``.
+
+        Raises:
+            TypeError: if a logged value is not a number.
+        """
+        history = {}
+        for name, values in self.history.items():
+            try:
+                history[name] = np.asarray(values, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"History: log '{name}' holds values that are not numbers "
+                                "and cannot be checkpointed") from None
+        return {"epoch": np.asarray(self.epoch, dtype=np.int64), "history": history}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (the epochs before an interruption)."""
+        self.epoch = [int(e) for e in np.asarray(state_dict["epoch"]).ravel()]
+        self.history = {str(name): [float(v) for v in np.asarray(values).ravel()]
+                        for name, values in state_dict["history"].items()}
+        if self.model is not None:
+            self.model.history = self

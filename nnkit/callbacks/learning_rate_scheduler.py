@@ -20,13 +20,20 @@ class LearningRateScheduler(Callback):
     per-epoch convention; a ``ReduceLROnPlateau`` scheduler is stepped with
     ``logs[monitor]``). The rate is added to the epoch's logs as ``learning_rate``.
 
+    With ``interval='step'`` the schedule runs per training step instead: a scheduler
+    object is stepped after every batch (for ``OneCycleLR``, warm-up and the like), a
+    function is called before every batch as ``schedule(step, lr)`` with the global
+    step counted from 0 across epochs.
+
     Args:
         schedule: the function or scheduler object.
         verbose: 1 prints the rate each epoch.
         monitor: the log given to a plateau scheduler's ``step``.
+        interval: ``'epoch'`` (Keras's) or ``'step'``.
 
     Raises:
         TypeError: if ``schedule`` is neither callable nor has a ``step`` method.
+        ValueError: for another ``interval``, or a plateau scheduler per step.
 
     Example:
         >>> def halve_every_10(epoch, lr):
@@ -35,33 +42,57 @@ class LearningRateScheduler(Callback):
     """
 
     def __init__(self, schedule: Callable[[int, float], float] | Any, verbose: int = 0,
-                 *, monitor: str = "val_loss") -> None:
+                 *, monitor: str = "val_loss", interval: str = "epoch") -> None:
         super().__init__()
+        from nnkit.optim.lr_scheduler import ReduceLROnPlateau
+
         self._is_scheduler = hasattr(schedule, "step") and hasattr(schedule, "optimizer")
         if not (self._is_scheduler or callable(schedule)):
             raise TypeError("LearningRateScheduler: schedule must be schedule(epoch, lr) -> lr "
                             f"or an nnkit.optim.lr_scheduler object; got {type(schedule).__name__}")
+        if interval not in ("epoch", "step"):
+            raise ValueError(f"LearningRateScheduler: interval must be 'epoch' or 'step'; "
+                             f"received {interval!r}")
+        if interval == "step" and isinstance(schedule, ReduceLROnPlateau):
+            raise ValueError("LearningRateScheduler: a ReduceLROnPlateau scheduler watches an "
+                             "epoch's logs; use interval='epoch'")
         self.schedule, self.verbose, self.monitor = schedule, verbose, monitor
+        self.interval, self._step = interval, 0
 
     def _groups(self) -> list[dict]:
         return self.model.optimizer.param_groups
 
-    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        if self._is_scheduler:
-            return
-        lr = self.schedule(epoch, float(self._groups()[0]["lr"]))
+    def _apply(self, index: int, what: str) -> float:
+        lr = self.schedule(index, float(self._groups()[0]["lr"]))
         if not isinstance(lr, (int, float)) or isinstance(lr, bool):
             raise TypeError(f"LearningRateScheduler: the schedule must return a float; got "
-                            f"{type(lr).__name__} at epoch {epoch}")
+                            f"{type(lr).__name__} at {what} {index}")
         for group in self._groups():
             group["lr"] = float(lr)
+        return float(lr)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        if self._is_scheduler or self.interval == "step":
+            return
+        lr = self._apply(epoch, "epoch")
         if self.verbose:
             print(f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to {lr:.4g}.")
+
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        if self.interval == "step" and not self._is_scheduler:
+            self._apply(self._step, "step")
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        if self.interval != "step":
+            return
+        self._step += 1
+        if self._is_scheduler:
+            self.schedule.step()
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if logs is not None:
             logs["learning_rate"] = float(self._groups()[0]["lr"])
-        if not self._is_scheduler:
+        if not self._is_scheduler or self.interval == "step":
             return
         from nnkit.optim.lr_scheduler import ReduceLROnPlateau
 
@@ -71,10 +102,12 @@ class LearningRateScheduler(Callback):
             self.schedule.step()
 
     def state_dict(self) -> dict[str, Any]:
-        """The wrapped scheduler's state (empty for a schedule function)."""
-        return self.schedule.state_dict() if self._is_scheduler else {}
+        """The wrapped scheduler's state (a function's: none) and the step count."""
+        return {"scheduler": self.schedule.state_dict() if self._is_scheduler else {},
+                "step": self._step}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
         if self._is_scheduler:
-            self.schedule.load_state_dict(state_dict)
+            self.schedule.load_state_dict(state_dict["scheduler"])
+        self._step = int(state_dict.get("step", 0))

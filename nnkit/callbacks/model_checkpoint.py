@@ -56,6 +56,11 @@ class ModelCheckpoint(Callback):
                      else float(initial_value_threshold))
         self._batches_seen, self._epoch = 0, 0
 
+    @property
+    def state_key(self) -> str:
+        """The key of this callback's state in a checkpoint: one per file pattern."""
+        return f"ModelCheckpoint:{os.path.basename(self.filepath)}"
+
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._epoch = epoch
 

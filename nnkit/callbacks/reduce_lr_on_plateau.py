@@ -53,6 +53,11 @@ class ReduceLROnPlateau(Callback):
     def _reset(self) -> None:
         self.best, self.wait, self.cooldown_counter = self.compare.worst, 0, 0
 
+    @property
+    def state_key(self) -> str:
+        """The key of this callback's state in a checkpoint: one per monitored log."""
+        return f"ReduceLROnPlateau:{self.monitor}"
+
     def on_train_begin(self, logs: dict | None = None) -> None:
         self._reset()
 

@@ -6,18 +6,48 @@ import math
 
 from nnkit.callbacks.callback import Callback
 
-__all__ = ["TerminateOnNaN"]
+__all__ = ["TerminateOnNaN", "NonFiniteLossError"]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite (raised by ``TerminateOnNaN(raise_error=True)``).
+
+    Attributes:
+        value: the loss (``nan``, ``inf`` or ``-inf``).
+        epoch: the epoch, counted from 0.
+        step: the step within the epoch, counted from 0.
+    """
+
+    def __init__(self, value: float, epoch: int, step: int) -> None:
+        self.value, self.epoch, self.step = value, epoch, step
+        super().__init__(f"non-finite loss ({value}) at epoch {epoch + 1}, step {step + 1}")
 
 
 class TerminateOnNaN(Callback):
     """Stop ``fit`` after the first batch whose running loss is NaN or infinite.
 
+    Args:
+        raise_error: raise :class:`NonFiniteLossError` (a ``RuntimeError``) instead of
+            ending training normally, so that nothing after it (a final checkpoint, the
+            callbacks' ``on_train_end``) runs on the damaged weights (Keras's option).
+
     Example:
-        >>> model.fit(x, y, epochs=10, callbacks=[TerminateOnNaN()])
+        >>> model.fit(x, y, epochs=10, callbacks=[TerminateOnNaN(raise_error=True)])
     """
+
+    def __init__(self, raise_error: bool = False) -> None:
+        super().__init__()
+        self.raise_error = bool(raise_error)
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._epoch = epoch
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
-            print(f"Batch {batch}: Invalid loss, terminating training")
-            self.model.stop_training = True
+        if loss is None or math.isfinite(float(loss)):
+            return
+        if self.raise_error:
+            raise NonFiniteLossError(float(loss), self._epoch, batch)
+        print(f"Batch {batch}: Invalid loss, terminating training")
+        self.model.stop_training = True

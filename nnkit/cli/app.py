@@ -45,12 +45,13 @@ CheckpointOpt = Annotated[
 
 
 def _run(command: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-    """Call a command; a :class:`CLIError` becomes one line on stderr and exit status 2."""
+    """Call a command; a :class:`CLIError` becomes one line on stderr and its exit status
+    (2 for a config error)."""
     try:
         command(*args, **kwargs)
     except CLIError as err:
         typer.echo(str(err), err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(err.exit_code) from None
 
 
 def _print_version(value: bool) -> None:
@@ -78,8 +79,12 @@ def train(
     config: ConfigArg,
     set_: SetOpt = None,
     resume: Annotated[
-        Path | None,
-        typer.Option(help="Continue from a checkpoint written by nnkit train (its next epoch)."),
+        str | None,
+        typer.Option(
+            metavar="auto|CKPT",
+            help="Continue a run exactly where it stopped: 'auto' takes the newest verified "
+            "checkpoint of the run folder (none: start fresh), or give a checkpoint file.",
+        ),
     ] = None,
     device: DeviceOpt = None,
     dry_run: Annotated[
@@ -89,11 +94,50 @@ def train(
             help="Validate, build the model on one batch, print its summary; train nothing.",
         ),
     ] = False,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config",
+            help="Print the resolved config (after --set) as YAML; do nothing else.",
+        ),
+    ] = False,
+    allow_change: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-change",
+            metavar="KEY",
+            help="On --resume, accept a change of this config key (e.g. optimizer.lr); "
+            "repeatable. Recorded in the run folder's changes.log.",
+        ),
+    ] = None,
 ) -> None:
-    """Train the configured model, save a checkpoint and print the final metrics."""
+    """Train the configured model in a resumable run folder; print the final metrics.
+
+    Ctrl-C (or SIGTERM) finishes the current step, writes a checkpoint and prints the
+    command that resumes the run; a second Ctrl-C aborts at once.
+    """
     from nnkit.cli import commands
 
-    _run(commands.train, config, set_ or [], resume=resume, device=device, dry_run=dry_run)
+    _run(
+        commands.train,
+        config,
+        set_ or [],
+        resume=resume,
+        device=device,
+        dry_run=dry_run,
+        print_config=print_config,
+        allow_change=allow_change or [],
+    )
+
+
+@app.command()
+def verify(
+    checkpoint: Annotated[Path, typer.Argument(help="A checkpoint file.", show_default=False)],
+) -> None:
+    """Check a checkpoint's checksums: exit 0 if every dataset is intact, else 1."""
+    from nnkit.cli import commands
+
+    _run(commands.verify, checkpoint)
 
 
 @app.command()

@@ -22,6 +22,7 @@ __all__ = [
     "optimizer_spec",
     "build_optimizer",
     "build_scheduler",
+    "scheduler_interval",
     "build_callbacks",
     "resolve_device",
 ]
@@ -162,8 +163,21 @@ def _scheduler_class(config: dict) -> tuple[type, dict[str, Any]]:
     from nnkit.optim import lr_scheduler
 
     name, kwargs = _split_entry(config["scheduler"], "name")
+    kwargs.pop("interval", None)  # when it steps: read by scheduler_interval, not the class
     classes = _public_classes(lr_scheduler, {"LRScheduler"})
     return _resolve("scheduler.name", name, classes, "scheduler"), kwargs
+
+
+def scheduler_interval(config: dict) -> str:
+    """``scheduler.interval``: ``'epoch'`` (the default) or ``'step'`` (every batch).
+
+    Raises:
+        ConfigError: for another value.
+    """
+    interval = (config["scheduler"] or {}).get("interval", "epoch")
+    if interval not in ("epoch", "step"):
+        raise ConfigError("scheduler.interval", f"must be 'epoch' or 'step'; got {interval!r}")
+    return interval
 
 
 def build_scheduler(config: dict, optimizer: Any) -> Any:
@@ -215,6 +229,7 @@ def check_names(config: dict) -> None:
     check_compile(config)
     optimizer_spec(config)
     if config["scheduler"] is not None:
+        scheduler_interval(config)
         cls, kwargs = _scheduler_class(config)
         _bind("scheduler", cls, kwargs, leading=(None,))
     classes = _callback_classes()

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import io as _io
+import shlex
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from nnkit.cli import build
+from nnkit.cli import build, run_folder
 from nnkit.cli.config import Config, load_config
 from nnkit.cli.datasets import Data, load_data, read_input
-from nnkit.cli.errors import CLIError, ConfigError
+from nnkit.cli.errors import CLIError, ConfigError, RunStopped
 from nnkit.cli.schema import CLASSIFICATION_LOSSES
 
-__all__ = ["train", "evaluate", "predict", "summary"]
+__all__ = ["train", "evaluate", "predict", "summary", "verify"]
 
 _OUTPUT_SUFFIXES = (".npy", ".csv")
 
@@ -140,14 +143,23 @@ def _test_logs(config: Config, model: Any, data: Data) -> None:
     print(f"{_format_logs(logs, 'test ')} ({len(data.x_test)} test samples)")
 
 
-def _callbacks(config: Config, scheduler: Any, out_dir: Path) -> list[Any]:
-    """The configured callbacks, plus the scheduler's and ``output.best``'s."""
-    from nnkit.callbacks import LearningRateScheduler, ModelCheckpoint
+def _callbacks(run: _Run, restore_from: Path | None, changes: dict[str, Any]) -> list[Any]:
+    """The configured callbacks, then the scheduler's, ``output.best``'s, the NaN stop,
+    the History and the run folder's writers, and the checkpoints last."""
+    from nnkit.callbacks import (
+        CSVLogger,
+        History,
+        LearningRateScheduler,
+        ModelCheckpoint,
+        TerminateOnNaN,
+    )
 
+    config, out_dir = run.config, run.out_dir
     callbacks = build.build_callbacks(config.values, out_dir)
     output = config["output"]
-    if scheduler is not None:
-        callbacks.append(LearningRateScheduler(scheduler))
+    if run.scheduler is not None:
+        interval = build.scheduler_interval(config.values)
+        callbacks.append(LearningRateScheduler(run.scheduler, interval=interval))
     if output["best"] is not None:
         monitor = output["monitor"] or (
             "val_loss" if config["data"]["validation_split"] else "loss"
@@ -155,17 +167,29 @@ def _callbacks(config: Config, scheduler: Any, out_dir: Path) -> list[Any]:
         callbacks.append(
             ModelCheckpoint(out_dir / output["best"], monitor=monitor, save_best_only=True)
         )
+    if config["train"]["stop_on_nonfinite"]:
+        callbacks.append(TerminateOnNaN(raise_error=True))
+    history = History()
+    optimizer_changes = {
+        key.split(".", 1)[1]: new
+        for key, (_, new) in changes.items()
+        if key.startswith("optimizer.") and key != "optimizer.name"
+    }
+    callbacks += [
+        history,
+        CSVLogger(out_dir / "history.csv"),
+        run_folder.RunFiles(history, out_dir / "history.json"),
+        run_folder.RunCheckpoints(
+            out_dir / "checkpoints",
+            output["save_every"] or "epoch",
+            output["keep"],
+            restore_from,
+            out_dir / output["checkpoint"],
+            config.text,
+            optimizer_changes,
+        ),
+    ]
     return callbacks
-
-
-def _resume_epoch(path: Path, run: _Run) -> int:
-    """Restore model, optimizer and scheduler; the epoch to continue from."""
-    info = _restore(
-        path, "--resume", model=run.model, optimizer=run.optimizer, scheduler=run.scheduler
-    )
-    if info.get("epoch") is None:
-        raise ConfigError("--resume", f"{path} records no epoch (was it written by nnkit train?)")
-    return int(info["epoch"]) + 1
 
 
 @dataclass
@@ -177,126 +201,297 @@ class _Run:
     data: Data
     optimizer: Any
     scheduler: Any
-    callbacks: list[Any]
     out_dir: Path
 
 
 def _setup(config: Config, *, dry_run: bool) -> _Run:
-    """Build and compile the model, the scheduler and the callbacks (no training)."""
+    """Build and compile the model and the scheduler (no training)."""
     model, data = _prepare(config, show_summary=dry_run)
     optimizer = _compile(config, model)
     scheduler = build.build_scheduler(config.values, optimizer)
-    out_dir = Path(config["output"]["dir"])
-    callbacks = _callbacks(config, scheduler, out_dir)
-    return _Run(config, model, data, optimizer, scheduler, callbacks, out_dir)
+    return _Run(config, model, data, optimizer, scheduler, Path(config["output"]["dir"]))
 
 
-def _fit(run: _Run, first: int, comm: Any) -> Any:
-    """``model.fit`` from epoch ``first`` with the config's data and train settings."""
+def _fit(run: _Run, callbacks: list[Any], comm: Any) -> Any:
+    """``model.fit`` with the config's data and train settings (a restore, if any, is
+    done inside by the checkpoint callback)."""
     data, train_config = run.config["data"], run.config["train"]
-    run.out_dir.mkdir(parents=True, exist_ok=True)
     return run.model.fit(
         run.data.x_train,
         run.data.y_train,
         batch_size=data["batch_size"],
         epochs=train_config["epochs"],
         verbose=train_config["verbose"],
-        callbacks=run.callbacks,
+        callbacks=callbacks,
         validation_split=data["validation_split"],
         shuffle=data["shuffle"],
-        initial_epoch=first,
         seed=run.config["seed"],
         distributed=comm,
     )
-
-
-def _save(run: _Run, last_epoch: int) -> Path:
-    """Write the final checkpoint, with the effective config as YAML text."""
-    from nnkit import io
-
-    path = run.out_dir / run.config["output"]["checkpoint"]
-    io.save_checkpoint(
-        path,
-        model=run.model,
-        optimizer=run.optimizer,
-        scheduler=run.scheduler,
-        epoch=last_epoch,
-        config=run.config.text,
-    )
-    return path
 
 
 def train(
     config_path: Path,
     overrides: Sequence[str] = (),
     *,
-    resume: Path | None = None,
+    resume: str | None = None,
     device: str | None = None,
     dry_run: bool = False,
+    print_config: bool = False,
+    allow_change: Sequence[str] = (),
 ) -> None:
-    """``nnkit train``: fit the configured model, save a checkpoint, print the metrics.
+    """``nnkit train``: fit the configured model, keeping a resumable run folder.
 
     Prints the last epoch's logs, the test split's loss and metrics (``test accuracy:
-    0.97...``) and the checkpoint's path.
+    0.97...``) and the files of the run folder (see :mod:`nnkit.cli.run_folder`).
+    The first SIGINT or SIGTERM finishes the current step, writes a resumable
+    checkpoint and exits 130 or 143 with the command that resumes; a second SIGINT
+    aborts at once (the last complete checkpoint stays).
 
     Args:
         config_path: the YAML config.
         overrides: ``--set key.path=value`` strings.
-        resume: a checkpoint written by ``nnkit train`` to continue from (model,
-            optimizer and scheduler state; training restarts at its epoch + 1).
+        resume: ``'auto'`` (the newest verified checkpoint of the run folder, or a fresh
+            start if there is none) or a checkpoint file; None starts fresh.
         device: replaces the config's ``device``.
         dry_run: validate, build the model on one batch and print its summary only.
+        print_config: print the resolved config as YAML and do nothing else.
+        allow_change: config keys (or key prefixes) that may differ from the resumed
+            checkpoint's config.
 
     Under ``mpiexec -n N`` every process trains a replica on its shard of each batch
     (gradients averaged across processes; ``data.batch_size`` is the global batch) and
-    rank 0 alone prints and writes the checkpoint.
+    rank 0 alone prints and writes the run folder.
 
     Raises:
-        CLIError: for a config problem, a checkpoint that does not fit, or an
-            ``mpiexec`` launch without mpi4py.
+        CLIError: for a config problem, a checkpoint that does not fit or a config
+            changed on resume (exit 2), an interruption (exit 130/143), a non-finite loss
+            (exit 1), or an ``mpiexec`` launch without mpi4py.
     """
+    config = load_config(config_path, overrides, device=device)
+    if print_config:
+        print(config.text, end="")
+        return
     comm = _communicator()
     with _quiet_unless(comm.is_chief):
-        _train(config_path, overrides, comm, resume=resume, device=device, dry_run=dry_run)
+        _train(config, comm, resume=resume, dry_run=dry_run, allow_change=allow_change,
+               command=_resume_command(config_path, overrides, device))
 
 
-def _train(
-    config_path: Path,
-    overrides: Sequence[str],
-    comm: Any,
-    *,
-    resume: Path | None,
-    device: str | None,
-    dry_run: bool,
-) -> None:
+def _resume_command(config_path: Path, overrides: Sequence[str], device: str | None) -> str:
+    words = ["nnkit", "train", str(config_path)]
+    for override in overrides:
+        words += ["--set", override]
+    if device is not None:
+        words += ["--device", device]
+    return shlex.join(words + ["--resume", "auto"])
+
+
+def _train(config: Config, comm: Any, *, resume: str | None, dry_run: bool,
+           allow_change: Sequence[str], command: str) -> None:
     """``train`` on this process (its stdout already silenced unless it is rank 0)."""
-    run = _setup(load_config(config_path, overrides, device=device), dry_run=dry_run)
+    out_dir = Path(config["output"]["dir"])
+    restore_from = resume_point(resume, out_dir / "checkpoints")
+    changes = check_changes(config, restore_from, allow_change) if restore_from else {}
+    run = _setup(config, dry_run=dry_run)
     if dry_run:
         print(
             f"dry run: the config is valid ({len(run.data.x_train)} training samples); "
             "nothing was trained or written"
         )
         return
-    first = _resume_epoch(resume, run) if resume else 0
-    epochs = run.config["train"]["epochs"]
-    if first >= epochs:
-        print(f"nothing to train: the checkpoint has {first} epochs, train.epochs={epochs}")
-        _test_logs(run.config, run.model, run.data)
-        return
-    _train_and_report(run, first, comm)
-
-
-def _train_and_report(run: _Run, first: int, comm: Any) -> None:
-    """Fit, save the checkpoint, print the last epoch's and the test split's metrics."""
-    history = _fit(run, first, comm)
+    callbacks = _callbacks(run, restore_from, changes)
     if not comm.is_chief:
+        _fit_or_stop(run, callbacks, comm, command)
         return
-    last = history.epoch[-1] if history.epoch else first - 1
-    checkpoint = _save(run, last)
-    final = {k: v[-1] for k, v in history.history.items()} if history.epoch else {}
-    print(f"epoch {last + 1}/{run.config['train']['epochs']}: {_format_logs(final)}")
+    with run_folder.tee_output(out_dir / "train.log") as log:
+        _open_run_folder(run, restore_from, changes)
+        try:
+            history = _fit_or_stop(run, callbacks, comm, command)
+        except RunStopped as stop:  # printed by the caller; logged here
+            log.write(f"{stop}\n")
+            raise
+        _report(run, history)
+
+
+def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> Any:
+    """Fit under graceful signals; an interruption or a NaN loss becomes a
+    :class:`RunStopped` with its message and exit status."""
+    from nnkit.callbacks import NonFiniteLossError
+    from nnkit.training import TrainingInterrupted, graceful_interrupts
+
+    try:
+        with graceful_interrupts(), _warnings_as_lines():
+            return _fit(run, callbacks, comm)
+    except TrainingInterrupted as stop:
+        where = (f"epoch {stop.epoch + 1}, step {stop.step + 1}" if stop.step >= 0
+                 else f"the end of epoch {stop.epoch + 1}")
+        raise RunStopped(f"Interrupted at {where}. Resume with: {command}",
+                         stop.exit_code) from None
+    except KeyboardInterrupt:
+        raise RunStopped(f"Aborted: the last complete checkpoint is kept. Resume with: "
+                         f"{command}", 130) from None
+    except NonFiniteLossError as err:
+        raise RunStopped(f"{err}; no checkpoint holds non-finite weights (the newest in "
+                         f"{run.out_dir / 'checkpoints'} is the last finite state)", 1) from None
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Show warnings as their message alone on stderr (``WARNING: ...``)."""
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        text = str(message)
+        print(text if text.startswith("WARNING") else f"WARNING: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        yield
+
+
+def resume_point(resume: str | None, checkpoints: Path) -> Path | None:
+    """The checkpoint ``--resume`` names: ``auto`` picks the newest verified one in
+    ``checkpoints`` (None, said on stdout, if there is none).
+
+    Raises:
+        ConfigError: for a file that does not exist or fails verification.
+    """
+    from nnkit import io
+    from nnkit.callbacks import BackupAndRestore
+
+    if resume is None:
+        return None
+    if resume == "auto":
+        with _warnings_as_lines():
+            found = BackupAndRestore.latest(checkpoints)
+        if found is None:
+            print(f"--resume auto: no checkpoint in {checkpoints}; starting fresh")
+            return None
+        return Path(found)
+    path = Path(resume)
+    if not path.is_file():
+        raise ConfigError("--resume", f"file not found: {path}")
+    try:
+        io.verify_checkpoint(path)
+    except io.CheckpointError as err:
+        raise ConfigError("--resume", str(err)) from None
+    return path
+
+
+# Keys that may change on resume without --allow-change: they alter neither the model,
+# the data nor the loss.
+_FREE_KEYS = ("train.epochs", "train.verbose", "train.stop_on_nonfinite", "callbacks",
+              "output", "device")
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        items = value.items()
+        return {k: v for key, item in items
+                for k, v in _flatten(item, f"{prefix}.{key}" if prefix else str(key)).items()}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return {k: v for i, item in enumerate(value)
+                for k, v in _flatten(item, f"{prefix}[{i}]").items()}
+    return {prefix: value}
+
+
+def _covered(key: str, prefixes: Sequence[str]) -> bool:
+    return any(key == p or key.startswith((p + ".", p + "[")) for p in prefixes)
+
+
+def check_changes(config: Config, checkpoint: Path, allowed: Sequence[str]
+                  ) -> dict[str, tuple[Any, Any]]:
+    """Compare the config with the one stored in ``checkpoint``.
+
+    Returns:
+        ``{key: (old, new)}`` for each change accepted with ``--allow-change`` (free
+        keys such as ``train.epochs`` are not listed).
+
+    Raises:
+        ConfigError: listing each other changed key with its old and new value.
+    """
+    import yaml
+
+    from nnkit import io
+
+    text = io.read_checkpoint(checkpoint, sections=[])["attrs"].get("config")
+    if text is None:
+        print(f"note: {checkpoint} records no config; its changes cannot be checked")
+        return {}
+    old, new = _flatten(yaml.safe_load(text)), _flatten(config.values)
+    changed = {k: (old.get(k, "<absent>"), new.get(k, "<absent>"))
+               for k in sorted(set(old) | set(new)) if old.get(k, None) != new.get(k, None)}
+    refused = {k: v for k, v in changed.items()
+               if not _covered(k, _FREE_KEYS) and not _covered(k, allowed)}
+    if refused:
+        listed = "; ".join(f"{k}: {o!r} -> {n!r}" for k, (o, n) in refused.items())
+        raise ConfigError(
+            "--resume",
+            f"the config differs from the one {checkpoint} was trained with, in keys that "
+            f"change the model, data or loss: {listed} (pass --allow-change KEY to accept a "
+            "change, or start a fresh run without --resume)",
+        )
+    return {k: v for k, v in changed.items() if not _covered(k, _FREE_KEYS)}
+
+
+def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> None:
+    """Write ``config.yaml``; record accepted changes; set a fresh run's folder apart
+    from a previous run's checkpoints."""
+    import shutil
+    import time
+
+    out_dir = run.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints = out_dir / "checkpoints"
+    if restore_from is None:
+        for name in ("history.csv", "history.json"):
+            with contextlib.suppress(FileNotFoundError):
+                (out_dir / name).unlink()
+        if checkpoints.is_dir() and any(checkpoints.iterdir()):
+            previous = out_dir / "checkpoints.previous"
+            shutil.rmtree(previous, ignore_errors=True)
+            checkpoints.rename(previous)
+            print(f"note: a fresh run; the previous run's checkpoints are in {previous}")
+    else:
+        print(_resume_line(restore_from, run.config["train"]["epochs"]))
+    run_folder.write_atomic(out_dir / "config.yaml", run.config.text)
+    if changes:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(out_dir / "changes.log", "a", encoding="utf-8") as log:
+            for key, (old, new) in changes.items():
+                log.write(f"{stamp} resume from {restore_from}: {key}: {old!r} -> {new!r}\n")
+                print(f"accepted change (--allow-change): {key}: {old!r} -> {new!r}")
+
+
+def _resume_line(path: Path, epochs: int) -> str:
+    """Where the checkpoint stands: ``resuming from PATH (...)`` or ``nothing to train``."""
+    from nnkit import io
+
+    progress = (io.read_checkpoint(path, sections=["extra"]).get("extra") or {}).get("fit")
+    if not isinstance(progress, dict):
+        return f"resuming from {path}"
+    done, epoch, step = progress["epoch_done"], progress["epoch"], progress["step"]
+    if done and epoch + 1 >= epochs:
+        return f"nothing to train: the checkpoint has {epoch + 1} epochs, train.epochs={epochs}"
+    where = f"after epoch {epoch + 1}" if done else f"at epoch {epoch + 1}, step {step + 1}"
+    return f"resuming from {path} ({where})"
+
+
+def _report(run: _Run, history: Any) -> None:
+    """The last epoch's and the test split's metrics, then every file of the run."""
+    output, out_dir = run.config["output"], run.out_dir
+    epochs = run.config["train"]["epochs"]
+    if history.epoch:
+        final = {k: v[-1] for k, v in history.history.items()}
+        print(f"epoch {history.epoch[-1] + 1}/{epochs}: {_format_logs(final)}")
     _test_logs(run.config, run.model, run.data)
-    print(f"checkpoint: {checkpoint}")
+    print(f"checkpoint: {out_dir / output['checkpoint']}")
+    if output["best"] is not None:
+        best = out_dir / output["best"]
+        print(f"best: {best}" if best.exists() else "best: none saved")
+    print(f"history: {out_dir / 'history.csv'}, {out_dir / 'history.json'}")
+    print(run_folder.plot_curves(history.history, out_dir / "curves.png"))
+    print(f"log: {out_dir / 'train.log'}")
 
 
 def evaluate(
@@ -394,3 +589,21 @@ def summary(config_path: Path, overrides: Sequence[str] = ()) -> None:
     config = load_config(config_path, overrides)
     with_data = config["model"]["input_shape"] is None
     _prepare(config, with_data=with_data, show_summary=True, on_device=False)
+
+
+def verify(path: Path) -> None:
+    """``nnkit verify``: read every dataset of a checkpoint and check its checksum.
+
+    Raises:
+        RunStopped: (exit 1) naming the file and the damaged dataset.
+        ConfigError: for a file that does not exist.
+    """
+    from nnkit import io
+
+    if not path.is_file():
+        raise ConfigError("CHECKPOINT", f"file not found: {path}")
+    try:
+        summary = io.verify_checkpoint(path)
+    except io.CheckpointError as err:
+        raise RunStopped(f"damaged: {err}", 1) from None
+    print(f"ok: {path} ({summary['datasets']} datasets, {summary['bytes']} bytes verified)")

@@ -6,7 +6,7 @@ loading the rest of nnkit.
 
 from __future__ import annotations
 
-__all__ = ["CLIError", "ConfigError"]
+__all__ = ["CLIError", "ConfigError", "RunStopped"]
 
 
 class CLIError(Exception):
@@ -16,8 +16,27 @@ class CLIError(Exception):
     traceback.
     """
 
+    exit_code = 2
+
     def __str__(self) -> str:
         return f"error: {self.args[0]}" if self.args else "error"
+
+
+class RunStopped(CLIError):
+    """A run that ended before its last epoch: interrupted, or a non-finite loss.
+
+    Args:
+        message: the line printed to stderr, as is.
+        exit_code: the process's exit status (130 for SIGINT, 143 for SIGTERM, 1 for a
+            non-finite loss).
+    """
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class ConfigError(CLIError):

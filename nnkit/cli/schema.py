@@ -130,6 +130,8 @@ MODEL: dict[str, Field] = {
 TRAIN: dict[str, Field] = {
     "epochs": Field(("int",), 10, _positive),
     "verbose": Field(("int",), 2, _verbosity),
+    # stop with exit 1 at the first NaN/inf loss (no checkpoint of non-finite weights)
+    "stop_on_nonfinite": Field(("bool",), True),
 }
 
 OUTPUT: dict[str, Field] = {
@@ -137,6 +139,10 @@ OUTPUT: dict[str, Field] = {
     "checkpoint": Field(("str",), "last.h5", _file_name),
     "best": Field(("str", "null"), None),
     "monitor": Field(("str", "null"), None),
+    # resumable checkpoints in <dir>/checkpoints: every N steps (null: every epoch), the
+    # newest `keep` generations kept
+    "save_every": Field(("int", "null"), None, _positive),
+    "keep": Field(("int",), 2, _positive),
 }
 
 # Losses whose targets are class indices: integral float labels are cast to int64, and

@@ -190,12 +190,24 @@ class EpochIterator:
         except TypeError:
             return None
 
-    def epoch(self) -> Iterator[tuple[int, Any]]:
-        """The batches of the next epoch, numbered from 0."""
+    def reset(self) -> None:
+        """Forget the open iterator: the next batch comes from a new ``iter(loader)``
+        (after the loader's position was restored)."""
+        self._iterator = None
+
+    def epoch(self, start: int = 0) -> Iterator[tuple[int, Any]]:
+        """The batches of the next epoch, numbered from ``start``.
+
+        Args:
+            start: the number of the first step (a resumed epoch starts where its
+                restored loader stands, after ``start`` batches).
+        """
         if self.steps_per_epoch is None:
-            yield from enumerate(self.loader)
+            if start and self.num_steps is not None and start >= self.num_steps:
+                return  # resumed after the epoch's last step (the loader points past it)
+            yield from enumerate(self.loader, start)
             return
-        for step in range(self.steps_per_epoch):
+        for step in range(start, self.steps_per_epoch):
             batch = self._next_batch()
             if batch is None:
                 return

@@ -82,6 +82,11 @@ class DistributedFit:
         """True on rank 0."""
         return self.comm.is_chief
 
+    @property
+    def size(self) -> int:
+        """The number of processes."""
+        return self.comm.world_size
+
     # ------------------------------------------------------------------ data
     def shard(self, loader: Iterable) -> Iterable:
         """This rank's loader over its shard of ``loader``'s batches.
@@ -177,6 +182,10 @@ class DistributedFit:
     def any(self, flag: bool) -> bool:
         """True on every rank if ``flag`` is True on some rank."""
         return self.comm.allreduce_scalar(float(bool(flag)), op="max") > 0
+
+    def max_int(self, value: int) -> int:
+        """The largest of every rank's ``value`` (a small non-negative integer)."""
+        return int(self.comm.allreduce_scalar(float(value), op="max"))
 
     # -------------------------------------------------------------- callbacks
     def callbacks(self, callbacks: Any, verbose: int) -> tuple[Any, int]:

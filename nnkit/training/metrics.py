@@ -148,6 +148,15 @@ class MeanTracker:
         self._totals = dict(zip(names, values[:len(names)]))
         self._counts = dict(zip(names, values[len(names):]))
 
+    def state_dict(self) -> dict[str, dict[str, float]]:
+        """The weighted sums and weights so far (a mid-epoch checkpoint keeps them)."""
+        return {"totals": dict(self._totals), "counts": dict(self._counts)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self._totals = {str(k): float(v) for k, v in state["totals"].items()}
+        self._counts = {str(k): float(v) for k, v in state["counts"].items()}
+
     def result(self) -> dict[str, float]:
         """The mean of every value seen so far (NaN for a name with zero weight)."""
         return {name: (total / self._counts[name] if self._counts[name] else math.nan)

@@ -10,8 +10,8 @@ logs over the epoch, weighting each batch by its size, and drives the callbacks.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import nnkit
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.training import data_adapter as da
+from nnkit.training import interrupt
 from nnkit.training.compile_utils import (
     CompileConfig,
     check_optimizer,
@@ -35,23 +36,59 @@ __all__ = ["Trainer", "FitState"]
 
 @dataclass
 class FitState:
-    """What callbacks may need from a running ``fit`` (read by ``BackupAndRestore``).
+    """Where a running ``fit`` is, and what callbacks may need from it.
+
+    ``BackupAndRestore`` reads it to take a resumable snapshot and writes it back on a
+    restore. The progress fields say which point of the run the model's current state
+    belongs to: after step ``step`` of epoch ``epoch`` (``epoch_done`` False), or after
+    the whole epoch, validation and its ``on_epoch_end`` callbacks (``epoch_done``).
 
     Attributes:
         loader: the training loader (its ``state_dict`` is checkpointed if it has one).
         callbacks: the :class:`~nnkit.callbacks.CallbackList` of the call.
         distributed: this rank's :class:`~nnkit.training.distributed_fit.DistributedFit`
             in a data-parallel run, else None.
+        data: the epoch iterator over ``loader``.
+        epoch: the epoch in progress (or just finished), from 0.
+        step: the last finished step of ``epoch``, from 0 (-1: none yet).
+        global_step: training steps finished in the whole run, across resumes.
+        epoch_done: True once ``epoch`` has ended (``on_epoch_end`` ran).
+        tracker: the running means of the epoch's logs.
+        after_epoch_begin: a restore to apply right after the next ``on_epoch_begin``
+            (a mid-epoch resume re-opens its epoch first, then restores the state).
     """
 
     loader: Iterable
     callbacks: Any
     distributed: DistributedFit | None = None
+    data: Any = None
+    epoch: int = 0
+    step: int = -1
+    global_step: int = 0
+    epoch_done: bool = False
+    tracker: MeanTracker = field(default_factory=MeanTracker)
+    after_epoch_begin: Callable[[], None] | None = None
 
     @property
     def is_chief(self) -> bool:
         """True unless this is a data-parallel run and this process is not rank 0."""
         return self.distributed is None or self.distributed.is_chief
+
+    def progress(self) -> dict[str, Any]:
+        """The loop's position and the epoch's running sums, for a checkpoint."""
+        return {"epoch": self.epoch, "step": self.step, "global_step": self.global_step,
+                "epoch_done": self.epoch_done, "tracker": self.tracker.state_dict(),
+                "world_size": 1 if self.distributed is None else self.distributed.size}
+
+    def load_progress(self, progress: dict[str, Any]) -> None:
+        """Restore :meth:`progress` (the loader is restored separately)."""
+        self.epoch, self.step = int(progress["epoch"]), int(progress["step"])
+        self.global_step, self.epoch_done = int(progress["global_step"]), bool(
+            progress["epoch_done"])
+        self.tracker = MeanTracker()
+        self.tracker.load_state_dict(progress["tracker"])
+        if self.data is not None:
+            self.data.reset()
 
 
 def _to_numpy(value: Any) -> Any:
@@ -356,6 +393,9 @@ class Trainer:
         dist = None if comm is None else DistributedFit(comm)
         train, val = self._fit_data(x, y, batch_size, validation_split, validation_data,
                                     shuffle, seed)
+        if initial_epoch and train is not x and isinstance(train, nnkit.data.DataLoader):
+            # a loader built here shuffles epoch k as an uninterrupted run's epoch k
+            train.load_state_dict({"epoch": initial_epoch, "position": 0, "seed": train.seed})
         if dist is not None:
             train = dist.shard(train)
             callbacks, verbose = dist.callbacks(callbacks, verbose)
@@ -363,7 +403,9 @@ class Trainer:
         self._build_from(data)
         cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
                               steps=data.num_steps)
-        self._fit_state, self.stop_training = FitState(train, cbs, dist), False
+        self._fit_state = FitState(train, cbs, dist, data, epoch=initial_epoch - 1,
+                                   epoch_done=True)
+        self.stop_training = False
         self._initial_epoch = initial_epoch
         replicated = contextlib.nullcontext() if dist is None else dist.replicated(self)
         try:
@@ -396,33 +438,64 @@ class Trainer:
 
     def _fit_epochs(self, first: int, epochs: int, data: da.EpochIterator,
                     val: Iterable | None, cbs: Any) -> dict:
-        logs: dict = {}
+        state, logs = self._fit_state, {}
         for epoch in range(first, epochs):
+            state.epoch, state.step, state.epoch_done = epoch, -1, False
+            state.tracker = MeanTracker()
             cbs.on_epoch_begin(epoch)
+            if state.after_epoch_begin is not None:  # resuming in the middle of this epoch
+                restore, state.after_epoch_begin = state.after_epoch_begin, None
+                restore()
             logs = self._train_epoch(data, cbs)
             if val is not None:
                 val_logs = self._test_loop(val, cbs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            state.epoch_done = True
             cbs.on_epoch_end(epoch, logs)
+            self._check_interrupt(cbs)
             if self._stop_requested():
                 break
         return logs
 
     def _train_epoch(self, data: da.EpochIterator, cbs: Any) -> dict:
         self.train()
-        tracker = MeanTracker()
-        for step, batch in data.epoch():
+        state = self._fit_state
+        for step, batch in data.epoch(start=state.step + 1):
             cbs.on_train_batch_begin(step)
             batch = self._to_device(batch)
-            tracker.update(self.train_step(batch), da.batch_size_of(da.unpack_batch(batch)[0]))
-            cbs.on_train_batch_end(step, tracker.result())
+            state.tracker.update(self.train_step(batch),
+                                 da.batch_size_of(da.unpack_batch(batch)[0]))
+            state.step, state.global_step = step, state.global_step + 1
+            cbs.on_train_batch_end(step, state.tracker.result())
+            self._check_interrupt(cbs)
             if self._stop_requested():
                 break
-        dist = self._fit_state.distributed
+        dist = state.distributed
         if dist is None:
-            return tracker.result()
+            return state.tracker.result()
         dist.broadcast_buffers(self)  # e.g. running statistics, so validation agrees
-        return dist.reduce_logs(tracker)
+        return dist.reduce_logs(state.tracker)
+
+    def _check_interrupt(self, cbs: Any) -> None:
+        """After a step or an epoch: if a signal asked to stop, checkpoint and raise.
+
+        Raises:
+            TrainingInterrupted: with the point reached and the checkpoint written.
+        """
+        signum = interrupt.requested()
+        state = self._fit_state
+        if state.distributed is not None:  # every rank stops at the same step
+            signum = state.distributed.max_int(signum or 0) or None
+        if signum is None:
+            return
+        from nnkit.callbacks import BackupAndRestore
+
+        path = None
+        for cb in cbs:
+            if isinstance(cb, BackupAndRestore):
+                path = cb.save_now() or path
+        raise interrupt.TrainingInterrupted(signum, state.epoch,
+                                            -1 if state.epoch_done else state.step, path)
 
     def _stop_requested(self) -> bool:
         """``stop_training``; in a data-parallel run, True on all ranks if set on one."""

@@ -24,7 +24,8 @@ def test_train_writes_a_checkpoint_and_prints_test_accuracy(cli, tiny_config, wo
     assert lines[2] == "checkpoint: run/last.h5"
     info = nnkit.io.read_checkpoint(workdir / "run" / "last.h5")
     assert info["epoch"] == 1
-    assert {"model", "optimizer", "scheduler"} <= set(info)
+    assert {"model", "optimizer", "callbacks", "loader", "rng"} <= set(info)
+    assert info["callbacks"]["LearningRateScheduler"]["scheduler"]["last_epoch"] == 2
     assert "epochs: 2" in info["attrs"]["config"]  # the effective config, overrides applied
 
 
@@ -98,10 +99,11 @@ def test_resume_continues_from_the_stored_epoch(cli, tiny_config, workdir):
     (workdir / "run" / "last.h5").rename(workdir / "first.h5")
     result = cli("train", tiny_config, "--set", "train.epochs=3", "--resume", "first.h5")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("epoch 3/3: ")
+    assert result.stdout.startswith("resuming from first.h5 (after epoch 1)\nepoch 3/3: ")
     info = nnkit.io.read_checkpoint("run/last.h5")
     assert info["epoch"] == 2
-    assert info["scheduler"]["last_epoch"] == 3  # StepLR stepped once per epoch, 3 in all
+    scheduler = info["callbacks"]["LearningRateScheduler"]["scheduler"]
+    assert scheduler["last_epoch"] == 3  # StepLR stepped once per epoch, 3 in all
     optimizer = info["optimizer"]
     assert optimizer["param_groups"][0]["lr"] == pytest.approx(first["param_groups"][0]["lr"] / 4)
     assert optimizer["state"][0]["step"] == 3 * first["state"][0]["step"]  # Adam kept counting

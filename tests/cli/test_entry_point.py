@@ -73,7 +73,8 @@ def test_console_script_trains_then_evaluates(tmp_path):
     assert "test accuracy: " in trained.stdout
     evaluated = _run("evaluate", str(config), "--checkpoint", "run/last.h5", cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr
-    assert evaluated.stdout.splitlines()[-1] == trained.stdout.splitlines()[-2]
+    test_line = next(line for line in trained.stdout.splitlines() if line.startswith("test "))
+    assert evaluated.stdout.splitlines()[-1] == test_line
 
 
 def test_config_error_in_a_real_process(tmp_path):

@@ -124,7 +124,7 @@ def test_resume_with_another_optimizer_or_a_new_scheduler(cli, trained, workdir)
     config, checkpoint = trained
     result = cli("train", config, "--set", "optimizer.name=sgd", "--resume", checkpoint)
     assert_config_error(result, "config error: --resume: ")
-    assert "this optimizer is SGD" in result.stderr
+    assert "optimizer.name: 'adam' -> 'sgd'" in result.stderr
     plain = write_config(workdir, {**TINY, "scheduler": None})
     assert cli("train", plain).exit_code == 0
     result = cli(

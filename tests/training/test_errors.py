@@ -128,7 +128,9 @@ def test_callback_errors(tmp_path):
     with pytest.raises(ValueError, match="save_freq"):
         ModelCheckpoint(tmp_path / "x.h5", save_freq=0)
     with pytest.raises(ValueError, match="save_freq"):
-        BackupAndRestore(tmp_path, save_freq=5)
+        BackupAndRestore(tmp_path, save_freq=0)
+    with pytest.raises(ValueError, match="save_freq"):
+        BackupAndRestore(tmp_path, save_freq="batch")
     with pytest.raises(TypeError, match="schedule"):
         LearningRateScheduler(3)
     with pytest.raises(TypeError, match="Callback instances"):

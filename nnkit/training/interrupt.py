@@ -1,0 +1,101 @@
+"""Graceful interruption of ``fit``: a first SIGINT/SIGTERM stops after the current step.
+
+Inside :func:`graceful_interrupts`, the first SIGINT (Ctrl-C) or SIGTERM does not
+raise at once: it is recorded, ``fit`` finishes the training step in progress, every
+:class:`~nnkit.callbacks.BackupAndRestore` among its callbacks writes a resumable
+checkpoint of that exact point, and ``fit`` raises :class:`TrainingInterrupted`. A
+second signal raises ``KeyboardInterrupt`` at once (an atomic checkpoint write in
+progress is abandoned, never left half-written, and the last complete one stays).
+
+Example:
+    >>> from nnkit.training import graceful_interrupts, TrainingInterrupted
+    >>> try:
+    ...     with graceful_interrupts():
+    ...         model.fit(x, y, epochs=50, callbacks=[BackupAndRestore("backup")])
+    ... except TrainingInterrupted as stop:
+    ...     print(f"stopped at epoch {stop.epoch + 1}, step {stop.step + 1}")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+
+__all__ = ["TrainingInterrupted", "graceful_interrupts", "requested", "request"]
+
+_pending: int | None = None
+_active = 0  # how many graceful_interrupts blocks are open
+
+
+class TrainingInterrupted(Exception):
+    """``fit`` stopped at a signal after finishing a step; its state can be resumed.
+
+    Attributes:
+        signum: the signal received (``signal.SIGINT``, ``signal.SIGTERM``).
+        epoch: the epoch in progress, counted from 0.
+        step: the last finished step of that epoch, counted from 0 (-1: none yet, or
+            the epoch had finished).
+        checkpoint: the resumable checkpoint written at that point, or None if no
+            ``BackupAndRestore`` was among the callbacks.
+    """
+
+    def __init__(self, signum: int, epoch: int, step: int, checkpoint: str | None) -> None:
+        self.signum, self.epoch, self.step, self.checkpoint = signum, epoch, step, checkpoint
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        super().__init__(f"training interrupted by {name} at epoch {epoch + 1}, step {step + 1}"
+                         + (f"; resumable checkpoint: {checkpoint}" if checkpoint else ""))
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's status for death by this signal: 128 + signum (130, 143)."""
+        return 128 + int(self.signum)
+
+
+def requested() -> int | None:
+    """The signal received inside :func:`graceful_interrupts`, or None."""
+    return _pending if _active else None
+
+
+def request(signum: int = signal.SIGINT) -> None:
+    """Inside :func:`graceful_interrupts`: stop ``fit`` after its current step, as a
+    first ``signum`` would (outside such a block this does nothing)."""
+    global _pending
+    if _active:
+        _pending = int(signum)
+
+
+def _handler(signum: int, frame: object) -> None:
+    global _pending
+    if _pending is not None:  # the second signal: give up at once
+        raise KeyboardInterrupt
+    _pending = signum
+
+
+@contextlib.contextmanager
+def graceful_interrupts(signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)
+                        ) -> Iterator[None]:
+    """Within the block, a first ``signals`` stops ``fit`` after its current step.
+
+    Outside the main thread (where Python cannot install signal handlers) this does
+    nothing. The previous handlers are restored on exit.
+
+    Args:
+        signals: the signals to catch.
+    """
+    global _pending, _active
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _handler) for sig in signals}
+    _pending, _active = None, _active + 1
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _pending, _active = None, _active - 1
