@@ -2,7 +2,9 @@
 
 Commands (``nnkit --help``; each imports the rest of nnkit only when it runs)::
 
-    nnkit train CONFIG.yaml [--set key.path=value ...] [--resume CKPT] [--device D] [--dry-run]
+    nnkit train CONFIG.yaml [--set key.path=value ...] [--resume auto|CKPT] [--device D]
+                [--dry-run] [--print-config] [--allow-change KEY ...]
+    nnkit verify CKPT
     nnkit evaluate CONFIG.yaml --checkpoint CKPT
     nnkit predict CONFIG.yaml --checkpoint CKPT --input FILE [--output FILE]
     nnkit summary CONFIG.yaml
@@ -35,27 +37,37 @@ commented examples). Unknown keys are errors; defaults in brackets::
     optimizer: {name: adam, lr: 0.001, ...} [adam]   sgd | adam | adamw | rmsprop | adagrad;
                                 #   other keys are the optimizer's keyword arguments
     scheduler: {name: StepLR, step_size: 10, ...} [null]   an nnkit.optim.lr_scheduler
-                                #   class, stepped once per epoch
+                                #   class, stepped once per epoch (interval: step: after
+                                #   every batch)
     loss: str [cross_entropy]   a loss name Model.compile accepts
     metrics: [str, ...] [[]]    metric names Model.compile accepts (accuracy, mae, ...)
     train:
       epochs: int [10]
       verbose: int [2]          0 silent, 1 a progress bar, 2 one line per epoch
+      stop_on_nonfinite: bool [true]   a NaN/inf loss stops the run (exit 1)
     callbacks: [{type: EarlyStopping, patience: 3}, ...] [[]]   nnkit.callbacks classes;
                                 #   relative filepath/filename/backup_dir go in output.dir
     output:
       dir: str [runs/<config file stem>]
-      checkpoint: str [last.h5] the final checkpoint (weights, optimizer, scheduler,
-                                #   epoch and this config as YAML)
+      checkpoint: str [last.h5] the final checkpoint: the whole training state (weights,
+                                #   optimizer, callbacks, loader, RNG, history) and this
+                                #   config as YAML; --resume it to train more epochs
       best: str [null]          also keep the best epoch's model here (ModelCheckpoint)
       monitor: str [null]       what "best" means (default val_loss, or loss without
                                 #   validation)
+      save_every: int [null]    also checkpoint every N steps (always after each epoch),
+                                #   in <dir>/checkpoints, for --resume auto
+      keep: int [2]             checkpoint generations kept there
 
 ``--set a.b=value`` overrides any key (``--set model.layers[0].units=64``); the value
 is parsed as YAML and the result is validated like the file. Relative paths are taken
 from the current directory. A config error prints one line naming the key, e.g.
 ``config error: model.layers[2].type: unknown layer 'Dense2' (did you mean 'Dense'?)``,
 to stderr and exits with status 2.
+
+The run folder (``output.dir``) is described in :mod:`nnkit.cli.run_folder`; a first
+Ctrl-C or SIGTERM checkpoints the current step and exits 130/143 with the command that
+resumes (``--resume auto``).
 """
 
 from nnkit.cli.app import app, main

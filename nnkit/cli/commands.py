@@ -292,7 +292,10 @@ def _train(config: Config, comm: Any, *, resume: str | None, dry_run: bool,
     """``train`` on this process (its stdout already silenced unless it is rank 0)."""
     out_dir = Path(config["output"]["dir"])
     restore_from = resume_point(resume, out_dir / "checkpoints")
-    changes = check_changes(config, restore_from, allow_change) if restore_from else {}
+    changes = {}
+    if restore_from is not None:
+        _check_world_size(restore_from, comm)
+        changes = check_changes(config, restore_from, allow_change)
     run = _setup(config, dry_run=dry_run)
     if dry_run:
         print(
@@ -463,12 +466,35 @@ def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> Non
                 print(f"accepted change (--allow-change): {key}: {old!r} -> {new!r}")
 
 
-def _resume_line(path: Path, epochs: int) -> str:
-    """Where the checkpoint stands: ``resuming from PATH (...)`` or ``nothing to train``."""
+def _progress(path: Path) -> dict | None:
+    """The training progress a checkpoint records (None: it records none)."""
     from nnkit import io
 
     progress = (io.read_checkpoint(path, sections=["extra"]).get("extra") or {}).get("fit")
-    if not isinstance(progress, dict):
+    return progress if isinstance(progress, dict) else None
+
+
+def _check_world_size(path: Path, comm: Any) -> None:
+    """Refuse to resume a checkpoint of a run with another number of processes.
+
+    Raises:
+        ConfigError: naming both numbers.
+    """
+    progress = _progress(path)
+    saved = 1 if progress is None else int(progress.get("world_size", 1))
+    if saved != comm.world_size:
+        raise ConfigError(
+            "--resume",
+            f"{path} was written by a run of {saved} process(es); resume it with "
+            f"{'mpiexec -n ' + str(saved) + ' ' if saved > 1 else ''}nnkit train, not with "
+            f"{comm.world_size} (each process's batches, and so the weights, would differ)",
+        )
+
+
+def _resume_line(path: Path, epochs: int) -> str:
+    """Where the checkpoint stands: ``resuming from PATH (...)`` or ``nothing to train``."""
+    progress = _progress(path)
+    if progress is None:
         return f"resuming from {path}"
     done, epoch, step = progress["epoch_done"], progress["epoch"], progress["step"]
     if done and epoch + 1 >= epochs:

@@ -161,6 +161,7 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         return "plot: not drawn (matplotlib is not installed: pip install 'nnkit[plot]')"
     names = [k for k in history if not k.startswith("val_")]
@@ -169,6 +170,7 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
         return "plot: not drawn (no finished epoch)"
     fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.5), squeeze=False)
     for ax, name in zip(axes[0], names):
+        pair = f"val_{name}" in history
         for key, label in ((name, "train"), (f"val_{name}", "validation")):
             if key in history:
                 values = history[key]
@@ -176,8 +178,10 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
                         label=label)
         ax.set_title(name)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        ax.legend()
+        if pair:
+            ax.legend()
     fig.tight_layout()
     buffer = _png(fig)
     plt.close(fig)
