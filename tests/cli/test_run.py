@@ -249,3 +249,42 @@ def test_verify_and_resume_auto_fall_back_from_a_damaged_checkpoint(workdir, cli
     assert os.path.exists(newest + ".damaged")
     assert result.stdout.startswith(f"resuming from {os.path.relpath(previous, workdir)}")
     assert_same(outcome(workdir / "a"), outcome(workdir / "b"))
+
+
+def test_second_sigint_aborts_at_once_keeping_the_last_checkpoint(tmp_path):
+    wide = [{"type": "Dense", "units": 2048, "activation": "relu"}] * 2 + [
+        {"type": "Dense", "units": 2}]  # steps of ~0.2 s: the second signal lands in one
+    config = {**SLOW, "data": {**SLOW["data"], "batch_size": 512},
+              "model": {"layers": wide}, "output": {"dir": "run", "save_every": 1}}
+    write_config(tmp_path, config, "cfg.yaml")
+    process = nnkit_train(tmp_path, wait=False)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    _wait_for_training(process, checkpoints)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Aborted: the last complete checkpoint is kept. Resume with: " in err
+    assert "Traceback" not in err
+    newest = nnkit.callbacks.BackupAndRestore.latest(checkpoints)
+    assert newest is not None and not list(checkpoints.glob(".*.tmp"))
+
+
+def test_resume_with_another_number_of_processes_is_refused(workdir, cli):
+    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 200},
+              "train": {"epochs": 1, "verbose": 0}}
+    path = write_config(workdir, config, "cfg.yaml")
+    assert cli("train", path).exit_code == 0
+    ckpt = nnkit.io.read_checkpoint("run/last.h5")
+    ckpt["extra"]["fit"]["world_size"] = 2
+    nnkit.io.save_checkpoint("two.h5", model=ckpt["model"], optimizer=ckpt["optimizer"],
+                             loader=ckpt["loader"], callbacks=ckpt["callbacks"],
+                             extra=ckpt["extra"], epoch=ckpt["epoch"], step=ckpt["step"],
+                             config=ckpt["attrs"]["config"])
+    result = cli("train", path, "--set", "train.epochs=2", "--resume", "two.h5")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "config error: --resume: two.h5 was written by a run of 2 process(es); resume it "
+        "with mpiexec -n 2 nnkit train, not with 1 (each process's batches, and so the "
+        "weights, would differ)")
