@@ -3,17 +3,23 @@
 Names are resolved against the public classes of :mod:`nnkit.layers`,
 :mod:`nnkit.optim`, :mod:`nnkit.optim.lr_scheduler` and :mod:`nnkit.callbacks`; the
 remaining keys of an entry are keyword arguments, checked against the class's signature
-before it is called. Every failure is a :class:`~nnkit.cli.config.ConfigError` naming
-the entry's key path.
+before it is called: the names, then each value's type against the parameter's
+annotation (``int``, ``float`` (an int is accepted), ``bool``, ``str``, ``None``,
+``os.PathLike`` as a string, ``tuple[...]``/``list[...]``/``Sequence[...]`` as a YAML
+list, ``dict``/``Mapping`` as a mapping, and unions of these), or, for a parameter
+without one, against a bool, float or str default. Annotations naming anything else
+(``Callable``, ``Any``, a class) leave the value to the class. Every failure is a
+:class:`~nnkit.cli.config.ConfigError` naming the entry's key path.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
-from nnkit.cli.config import ConfigError, did_you_mean
+from nnkit.cli.config import ConfigError, _join, _quoted, _shown, _type_name, did_you_mean
 
 __all__ = [
     "build_model",
@@ -63,8 +69,155 @@ def _public_classes(module: Any, exclude: set[str]) -> dict[str, type]:
 
 def _resolve(path: str, name: str, table: dict[str, Any], what: str) -> Any:
     if name not in table:
-        raise ConfigError(path, f"unknown {what} '{name}'" + did_you_mean(name, table))
+        raise ConfigError(path, f"unknown {what} {_quoted(name)}" + did_you_mean(name, table))
     return table[name]
+
+
+# ---------------------------------------------------------- argument type checks
+# A parameter's accepted YAML values, as alternatives: ('int',), ('float',), ('bool',),
+# ('str',), ('null',), ('dict',) or ('list', items, each): a list of len(items) values
+# matching items (tuple[X, Y]), or of any length whose values all match each (None:
+# anything). A type of None accepts anything.
+_Type = tuple | None
+
+_SCALARS = {
+    "int": "int",
+    "float": "float",
+    "bool": "bool",
+    "str": "str",
+    "PathLike": "str",
+    "Path": "str",
+    "PurePath": "str",
+    "None": "null",
+    "NoneType": "null",
+    "dict": "dict",
+    "Dict": "dict",
+    "Mapping": "dict",
+    "MutableMapping": "dict",
+}
+_LISTS = {"tuple", "Tuple", "list", "List", "Sequence", "MutableSequence", "Iterable",
+          "Collection"}  # fmt: skip
+_TOKENS = re.compile(r"\.\.\.|[A-Za-z_][\w.]*|\S")
+
+
+class _Unknown(Exception):
+    """An annotation the checks do not understand (its values are left to the class)."""
+
+
+def _parse_type(text: str) -> _Type:
+    """``'tuple[float, float] | None'`` -> the alternatives; None if not understood."""
+    tokens = _TOKENS.findall(text)
+    pos = 0
+
+    def take(expected: str | None = None) -> str:
+        nonlocal pos
+        if pos >= len(tokens) or (expected and tokens[pos] != expected):
+            raise _Unknown
+        pos += 1
+        return tokens[pos - 1]
+
+    def union() -> tuple:
+        alternatives = list(term())
+        while pos < len(tokens) and tokens[pos] == "|":
+            take("|")
+            alternatives += term()
+        return tuple(alternatives)
+
+    def term() -> tuple:
+        name = take().rsplit(".", 1)[-1]
+        args: list = []
+        if pos < len(tokens) and tokens[pos] == "[":
+            take("[")
+            args.append("..." if tokens[pos] == "..." else union())
+            while tokens[pos] == ",":
+                take(",")
+                args.append(take("...") if tokens[pos] == "..." else union())
+            take("]")
+        if name in ("Optional", "Union") and args and "..." not in args:
+            union_of = tuple(a for arg in args for a in arg)
+            return union_of + ((("null",),) if name == "Optional" else ())
+        if name == "Annotated" and args:
+            return args[0]
+        if name in _SCALARS:
+            return ((_SCALARS[name],),)
+        if name in _LISTS:
+            if len(args) == 1 or (len(args) == 2 and args[1] == "..."):
+                return (("list", None, args[0]),)
+            if name in ("tuple", "Tuple") and args and "..." not in args:
+                return (("list", tuple(args), None),)
+            return (("list", None, None),)
+        raise _Unknown  # Any, Callable, Literal, a class ...
+
+    try:
+        result = union()
+    except (_Unknown, IndexError):
+        return None
+    return result if pos == len(tokens) else None
+
+
+def _param_type(param: inspect.Parameter) -> _Type:
+    """The YAML values a parameter accepts: from its annotation, else its default."""
+    annotation, default = param.annotation, param.default
+    if annotation is param.empty:
+        simple = {bool: "bool", float: "float", str: "str"}.get(type(default))
+        return ((simple,),) if simple else None
+    if not isinstance(annotation, str):
+        plain = type(annotation) is type  # int, os.PathLike; not list[int] or int | None
+        annotation = annotation.__name__ if plain else inspect.formatannotation(annotation)
+    alternatives = _parse_type(annotation.replace("typing.", "").replace("NoneType", "None"))
+    if alternatives is not None and default is None:
+        alternatives += (("null",),)
+    return alternatives and tuple(dict.fromkeys(alternatives))
+
+
+_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false",
+          "str": "a string", "null": "null", "dict": "a mapping"}  # fmt: skip
+_PLURALS = {"int": "integers", "float": "numbers", "bool": "booleans", "str": "strings",
+            "null": "nulls", "dict": "mappings"}  # fmt: skip
+
+
+def _describe(alternative: tuple) -> str:
+    """``('int',)`` -> ``'an integer'``; ``('list', (F, F), None)`` -> ``'a list of 2
+    numbers'``."""
+    if alternative[0] != "list":
+        return _NAMES[alternative[0]]
+    _, items, each = alternative
+    specs = set(items) if items is not None else {each}
+    spec = specs.pop() if len(specs) == 1 else None
+    what = _PLURALS.get(spec[0][0]) if spec is not None and len(spec) == 1 else None
+    if items is not None:
+        return f"a list of {len(items)} {what or 'values'}"
+    return f"a list of {what}" if what else "a list"
+
+
+def _matches(value: Any, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    types = {"int": int, "float": (int, float), "str": str, "null": type(None),
+             "dict": dict, "list": list}  # fmt: skip
+    return isinstance(value, types[kind])
+
+
+def _check_type(path: str, value: Any, alternatives: _Type) -> None:
+    """Raise a :class:`ConfigError` at ``path`` unless ``value`` is one of the
+    alternatives (a list's items are checked in turn, named ``path[i]``)."""
+    if alternatives is None:
+        return
+    for alternative in alternatives:
+        if not _matches(value, alternative[0]):
+            continue
+        if alternative[0] != "list":
+            return
+        _, items, each = alternative
+        if items is not None and len(value) != len(items):
+            break
+        for i, item in enumerate(value):
+            _check_type(_join(path, i), item, items[i] if items is not None else each)
+        return
+    expected = " or ".join(dict.fromkeys(_describe(a) for a in alternatives))
+    raise ConfigError(path, f"expected {expected}, got {_type_name(value)} ({_shown(value)})")
 
 
 def _tuples(value: Any) -> Any:
@@ -73,21 +226,29 @@ def _tuples(value: Any) -> Any:
 
 
 def _bind(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = ()) -> None:
-    """Check ``cls(*leading, **kwargs)`` against the signature without calling it."""
+    """Check ``cls(*leading, **kwargs)`` against the signature without calling it: the
+    argument names, then each value's type (see the module's docstring)."""
     params = inspect.signature(cls).parameters
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
     names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     for key in kwargs:
         if key not in names and not takes_any:
             raise ConfigError(
-                f"{path}.{key}",
-                f"{cls.__name__} has no argument '{key}'"
+                _join(path, key),
+                f"{cls.__name__} has no argument {_quoted(key)}"
                 + did_you_mean(key, names[len(leading) :]),
             )
     try:
         inspect.signature(cls).bind(*leading, **kwargs)
     except TypeError as err:
         raise ConfigError(path, f"{cls.__name__}: {err}") from None
+    for key, value in kwargs.items():
+        if key in params and params[key].kind is not params[key].VAR_KEYWORD:
+            _check_type(_join(path, key), value, _param_type(params[key]))
+
+
+def _arguments(kwargs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_shown(v)}" for k, v in kwargs.items())
 
 
 def _call(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = ()) -> Any:
@@ -95,8 +256,18 @@ def _call(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = ()) -> 
     try:
         return cls(*leading, **{k: _tuples(v) for k, v in kwargs.items()})
     except (TypeError, ValueError) as err:
-        args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        raise ConfigError(path, f"{cls.__name__}({args}): {err}") from None
+        raise ConfigError(path, f"{cls.__name__}({_arguments(kwargs)}): {err}") from None
+
+
+def _try(path: str, cls: type, kwargs: dict[str, Any], leading: tuple) -> Any:
+    """``cls(*leading, **kwargs)`` on stand-ins, to check the values before the real
+    objects are made; whatever it raises is a :class:`ConfigError` at ``path``."""
+    _bind(path, cls, kwargs, leading)
+    try:
+        return cls(*leading, **{k: _tuples(v) for k, v in kwargs.items()})
+    except Exception as err:  # noqa: BLE001 (any refusal of these values is the config's)
+        text = " ".join(str(err).split())
+        raise ConfigError(path, f"{cls.__name__}({_arguments(kwargs)}): {text}") from None
 
 
 def _split_entry(entry: dict, key: str) -> tuple[str, dict]:
@@ -176,7 +347,9 @@ def scheduler_interval(config: dict) -> str:
     """
     interval = (config["scheduler"] or {}).get("interval", "epoch")
     if interval not in ("epoch", "step"):
-        raise ConfigError("scheduler.interval", f"must be 'epoch' or 'step'; got {interval!r}")
+        raise ConfigError(
+            "scheduler.interval", f"must be 'epoch' or 'step'; got {_shown(interval)}"
+        )
     return interval
 
 
@@ -195,7 +368,8 @@ def build_scheduler(config: dict, optimizer: Any) -> Any:
 def _callback_classes() -> dict[str, type]:
     import nnkit.callbacks
 
-    return _public_classes(nnkit.callbacks, _NOT_CALLBACKS)
+    classes = _public_classes(nnkit.callbacks, _NOT_CALLBACKS)
+    return {k: v for k, v in classes.items() if issubclass(v, nnkit.callbacks.Callback)}
 
 
 def build_callbacks(config: dict, out_dir: Path) -> list[Any]:
@@ -219,19 +393,32 @@ def build_callbacks(config: dict, out_dir: Path) -> list[Any]:
 def check_names(config: dict) -> None:
     """Resolve every name in the config and check every argument list, cheaply.
 
-    Runs before any data is loaded, so a typo is reported at once. Optimizer and
-    scheduler arguments are checked against the signatures; the objects themselves are
-    made once the model is built.
+    Runs before the model is built and any data is loaded or anything printed, so a
+    typo or a value of the wrong type (``lr: fast``) is reported at once. Layer and
+    callback arguments are checked against the signatures (names and types); the
+    optimizer and the scheduler are also made once over a stand-in parameter, so that
+    values they refuse (``lr: -1``) are reported too. The real objects are made once
+    the model is built.
 
     Raises:
-        ConfigError: for the first unknown name or argument.
+        ConfigError: for the first unknown name or argument, or a value of the wrong
+            type or refused by the optimizer or scheduler.
     """
+    import nnkit
+    from nnkit.layers import Parameter
+
+    layers = _layer_classes()
+    for i, entry in enumerate(config["model"]["layers"]):
+        name, kwargs = _split_entry(entry, "type")
+        path = f"model.layers[{i}]"
+        _bind(path, _resolve(f"{path}.type", name, layers, "layer"), kwargs)
     check_compile(config)
-    optimizer_spec(config)
+    cls, kwargs = optimizer_spec(config)
+    optimizer = _try("optimizer", cls, kwargs, leading=([Parameter(nnkit.zeros(1))],))
     if config["scheduler"] is not None:
         scheduler_interval(config)
         cls, kwargs = _scheduler_class(config)
-        _bind("scheduler", cls, kwargs, leading=(None,))
+        _try("scheduler", cls, kwargs, leading=(optimizer,))
     classes = _callback_classes()
     for i, entry in enumerate(config["callbacks"]):
         name, kwargs = _split_entry(entry, "type")

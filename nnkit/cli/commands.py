@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from nnkit.cli import build, run_folder
-from nnkit.cli.config import Config, load_config
+from nnkit.cli.config import Config, load_config, parse_yaml
 from nnkit.cli.datasets import Data, load_data, read_input
 from nnkit.cli.errors import CLIError, ConfigError, RunStopped
 from nnkit.cli.schema import CLASSIFICATION_LOSSES
@@ -269,6 +269,7 @@ def train(
             (exit 1), or an ``mpiexec`` launch without mpi4py.
     """
     config = load_config(config_path, overrides, device=device)
+    build.check_names(config.values)  # every name and argument type, before anything runs
     if print_config:
         print(config.text, end="")
         return
@@ -413,15 +414,13 @@ def check_changes(config: Config, checkpoint: Path, allowed: Sequence[str]
     Raises:
         ConfigError: listing each other changed key with its old and new value.
     """
-    import yaml
-
     from nnkit import io
 
     text = io.read_checkpoint(checkpoint, sections=[])["attrs"].get("config")
     if text is None:
         print(f"note: {checkpoint} records no config; its changes cannot be checked")
         return {}
-    old, new = _flatten(yaml.safe_load(text)), _flatten(config.values)
+    old, new = _flatten(parse_yaml(text, "--resume")), _flatten(config.values)
     changed = {k: (old.get(k, "<absent>"), new.get(k, "<absent>"))
                for k in sorted(set(old) | set(new)) if old.get(k, None) != new.get(k, None)}
     refused = {k: v for k, v in changed.items()

@@ -260,11 +260,15 @@ def test_second_sigint_aborts_at_once_keeping_the_last_checkpoint(tmp_path):
     process = nnkit_train(tmp_path, wait=False)
     checkpoints = tmp_path / "run" / "checkpoints"
     _wait_for_training(process, checkpoints)
-    process.send_signal(signal.SIGINT)
-    time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        # signals that arrive within one long C call coalesce into one: repeat until
+        # a second one is seen
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.02)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
+    # 130 from the abort; a later SIGINT of the loop above may kill it while it exits
+    assert process.returncode in (130, -signal.SIGINT), err
     assert "Aborted: the last complete checkpoint is kept. Resume with: " in err
     assert "Traceback" not in err
     newest = nnkit.callbacks.BackupAndRestore.latest(checkpoints)
