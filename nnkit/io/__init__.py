@@ -18,6 +18,7 @@ from nnkit.io.checkpoint import (
     read_checkpoint,
     save_checkpoint,
     save_weights,
+    verify_checkpoint,
 )
 from nnkit.io.errors import CheckpointError
 from nnkit.io.format import FORMAT_NAME, FORMAT_VERSION
@@ -28,6 +29,7 @@ __all__ = [
     "save_weights",
     "load_weights",
     "read_checkpoint",
+    "verify_checkpoint",
     "CheckpointError",
     "FORMAT_NAME",
     "FORMAT_VERSION",

@@ -1,15 +1,21 @@
-"""Atomic HDF5 writes: a temp file in the target's directory, fsync, then rename."""
+"""Atomic HDF5 writes: a temp file in the target's directory, fsync, then rename.
+
+A temp file is named ``.<name>.<pid>.<random>.tmp`` after the process writing it. A
+write killed before its rename (``kill -9``, power loss) leaves one behind; the next
+successful write in that directory removes every such file whose process is gone.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 
 import h5py
 
-__all__ = ["atomic_h5_file"]
+__all__ = ["atomic_h5_file", "atomic_write_bytes", "remove_stale_temp_files"]
 
 
 @contextlib.contextmanager
@@ -36,13 +42,27 @@ def atomic_h5_file(path: str | os.PathLike) -> Iterator[h5py.File]:
         >>> with atomic_h5_file("run/ckpt.h5") as f:
         ...     f.attrs["epoch"] = 3
     """
-    target = os.path.abspath(os.fspath(path))
-    directory, base = os.path.split(target)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with _atomic(path) as tmp:
         with h5py.File(tmp, "w", track_order=True) as file:
             yield file
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (the same temp-file protocol)."""
+    with _atomic(path) as tmp, open(tmp, "wb") as file:
+        file.write(data)
+
+
+@contextlib.contextmanager
+def _atomic(path: str | os.PathLike) -> Iterator[str]:
+    """Yields a temp file name beside ``path``; renames it onto ``path`` once the block
+    has written it, fsynced; removes it if the block fails."""
+    target = os.path.abspath(os.fspath(path))
+    directory, base = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield tmp
         _fsync(tmp)
         os.chmod(tmp, _final_mode(target))
         os.replace(tmp, target)
@@ -51,6 +71,42 @@ def atomic_h5_file(path: str | os.PathLike) -> Iterator[h5py.File]:
             os.remove(tmp)
         raise
     _fsync_directory(directory)
+    remove_stale_temp_files(directory)
+
+
+_TEMP = re.compile(r"^\..+\.(\d+)\.[^.]+\.tmp$")
+
+
+def remove_stale_temp_files(directory: str | os.PathLike) -> list[str]:
+    """Remove the temp files of atomic writes in ``directory`` whose writer is gone.
+
+    A temp file belongs to a live write while the process named in it runs (another
+    process's, or one of this process's threads): those are kept.
+
+    Returns:
+        The paths removed.
+    """
+    removed = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            match = _TEMP.match(name)
+            if match and not _alive(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(directory, name))
+                    removed.append(os.path.join(directory, name))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _fsync(path: str) -> None:

@@ -12,12 +12,12 @@ from typing import Any
 
 from nnkit.io.atomic import atomic_h5_file
 from nnkit.io.errors import CheckpointError
-from nnkit.io.format import read_file, write_attrs
+from nnkit.io.format import read_file, verify_file, write_attrs
 from nnkit.io.hdf5 import write_value
 from nnkit.random import get_rng_state, set_rng_state
 
 __all__ = ["save_checkpoint", "load_checkpoint", "save_weights", "load_weights",
-           "read_checkpoint"]
+           "read_checkpoint", "verify_checkpoint"]
 
 PathLike = str | os.PathLike
 
@@ -105,15 +105,19 @@ def load_checkpoint(path: PathLike, *, model: Any = None, optimizer: Any = None,
         optimizer: an Optimizer (built over the model's parameters) to restore.
         scheduler: a learning-rate scheduler to restore.
         loader: a DataLoader; its next ``iter()`` resumes where the saved one stopped.
-        callbacks: a dict from a name to a callback with ``load_state_dict``.
-        strict: require the model's keys to match and every callback to be saved.
+        callbacks: a dict from a name to a callback with ``load_state_dict``. A name
+            the file holds no state for is skipped (that callback starts fresh), and a
+            saved state without a callback of its name is ignored, so callbacks may be
+            added or removed between runs.
+        strict: require the model's keys to match exactly.
         restore_rng: restore nnkit's global random state (dropout draws and the like).
 
     Returns:
-        A dict with ``epoch``, ``step``, ``extra``, ``config`` (YAML text) and
-        ``nnkit_version`` (None where absent), plus the raw saved state (NumPy arrays
-        and plain values) under ``model``, ``optimizer``, ``scheduler``, ``loader``,
-        ``callbacks`` and ``rng`` for each of those in the file that was not restored.
+        A dict with ``epoch``, ``step``, ``extra``, ``config`` (YAML text),
+        ``nnkit_version`` (None where absent) and ``callbacks_restored`` (the names
+        restored), plus the raw saved state (NumPy arrays and plain values) under
+        ``model``, ``optimizer``, ``scheduler``, ``loader``, ``callbacks`` and ``rng``
+        for each of those in the file that was not restored.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
@@ -130,19 +134,22 @@ def load_checkpoint(path: PathLike, *, model: Any = None, optimizer: Any = None,
     targets = {"model": model, "optimizer": optimizer, "scheduler": scheduler,
                "loader": loader, "callbacks": callbacks}
     content = read_file(path)
-    # Without strict, callbacks absent from the file are skipped (see _load_callbacks).
     _require(content, path, [name for name, obj in targets.items()
-                             if obj is not None and (strict or name != "callbacks")])
+                             if obj is not None and name != "callbacks"])
     if model is not None:
         model.load_state_dict(content["model"], strict=strict)
     for name in ("optimizer", "scheduler", "loader"):
         if targets[name] is not None:
             targets[name].load_state_dict(content[name])
+    restored = []
     if callbacks is not None:
-        _load_callbacks(callbacks, content.get("callbacks", {}), path, strict=strict)
+        saved = content.get("callbacks") or {}
+        restored = [name for name in callbacks if name in saved]
+        for name in restored:
+            callbacks[name].load_state_dict(saved[name])
     if restore_rng and "rng" in content:
         set_rng_state(content["rng"])
-    return _summary(content, targets, restore_rng)
+    return {**_summary(content, targets, restore_rng), "callbacks_restored": restored}
 
 
 def load_weights(path: PathLike, module: Any, *, strict: bool = True) -> Any:
@@ -169,11 +176,13 @@ def load_weights(path: PathLike, module: Any, *, strict: bool = True) -> Any:
     return module.load_state_dict(content["model"], strict=strict)
 
 
-def read_checkpoint(path: PathLike) -> dict[str, Any]:
-    """Reads a whole checkpoint as nested plain Python and NumPy values.
+def read_checkpoint(path: PathLike, sections: list[str] | None = None) -> dict[str, Any]:
+    """Reads a checkpoint (or some of its sections) as nested plain Python and NumPy values.
 
     Args:
         path: a file written by :func:`save_checkpoint` or :func:`save_weights`.
+        sections: the sections to read (e.g. ``['epoch', 'extra']``; those absent are
+            skipped; ``[]`` reads only the root attributes); None reads them all.
 
     Returns:
         ``{'attrs': {root attributes}, 'model': {dotted name: ndarray}, ...}``, one
@@ -188,7 +197,28 @@ def read_checkpoint(path: PathLike) -> dict[str, Any]:
         >>> ckpt["epoch"], sorted(ckpt["model"])[:2]
         (3, ['features.0.bias', 'features.0.weight'])
     """
-    return read_file(path)
+    return read_file(path, sections)
+
+
+def verify_checkpoint(path: PathLike) -> dict[str, Any]:
+    """Reads every dataset of a checkpoint and checks it against its checksum.
+
+    Args:
+        path: a file written by :func:`save_checkpoint` or :func:`save_weights`.
+
+    Returns:
+        ``{'format_version': int, 'datasets': int, 'bytes': int}``: what was verified.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        CheckpointError: naming the file and the first damaged dataset; also for a file
+            of format version 1, which carries no checksums.
+
+    Example:
+        >>> verify_checkpoint("run/last.h5")["datasets"]
+        42
+    """
+    return verify_file(path)
 
 
 def _write(path: PathLike, sections: dict[str, Any], *, contents: str,
@@ -231,17 +261,6 @@ def _require(content: dict[str, Any], path: PathLike, sections: list[str]) -> No
         what = ", ".join(f"'{name}/'" for name in missing)
         raise CheckpointError(f"{os.fspath(path)} has no {what} group (it holds: "
                               f"{', '.join(k for k in content if k != 'attrs') or 'nothing'})")
-
-
-def _load_callbacks(callbacks: Mapping[str, Any], saved: dict[str, Any], path: PathLike, *,
-                    strict: bool) -> None:
-    absent = [name for name in callbacks if name not in saved]
-    if absent and strict:
-        raise CheckpointError(f"{os.fspath(path)} has no state for callback(s) {absent} "
-                              f"(it holds {sorted(saved)}); pass strict=False to skip them")
-    for name, callback in callbacks.items():
-        if name in saved:
-            callback.load_state_dict(saved[name])
 
 
 def _summary(content: dict[str, Any], targets: dict[str, Any], restore_rng: bool) -> dict:

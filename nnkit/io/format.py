@@ -2,10 +2,12 @@
 
 An nnkit checkpoint is an HDF5 file whose root carries the attributes
 
-- ``nnkit_format = 'nnkit-checkpoint'`` and ``format_version`` (an int, currently 1),
+- ``nnkit_format = 'nnkit-checkpoint'`` and ``format_version`` (an int, currently 2;
+  version 2 added a CRC-32 on every dataset, verified on every read),
 - ``nnkit_version``: the ``nnkit.__version__`` that wrote it,
 - ``contents``: ``'checkpoint'`` (training state) or ``'weights'`` (model only),
-- ``config``: the run's configuration as YAML text, when one was given,
+- ``config``: the run's configuration as YAML text, when one was given (and
+  ``config_crc32``, its checksum),
 
 and one child per section (``model``, ``optimizer``, ``scheduler``, ``loader``,
 ``callbacks``, ``rng``, ``epoch``, ``step``, ``extra``) laid out by :mod:`nnkit.io.hdf5`.
@@ -17,18 +19,21 @@ from __future__ import annotations
 
 import errno
 import os
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
 import h5py
+import numpy as np
 
 from nnkit.io.errors import CheckpointError
 from nnkit.io.hdf5 import read_value
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "write_attrs", "read_file"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "write_attrs", "read_file", "verify_file"]
 
 FORMAT_NAME = "nnkit-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+CHECKSUMS_SINCE = 2  # the first format version whose datasets carry checksums
 
 
 def write_attrs(file: h5py.File, *, contents: str, config: str | None) -> None:
@@ -47,6 +52,7 @@ def write_attrs(file: h5py.File, *, contents: str, config: str | None) -> None:
     file.attrs["contents"] = contents
     if config is not None:
         file.attrs["config"] = config
+        file.attrs["config_crc32"] = np.int64(zlib.crc32(config.encode("utf-8")))
 
 
 def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None) -> dict[str, Any]:
@@ -62,19 +68,21 @@ def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None) ->
 
     Raises:
         FileNotFoundError: if ``path`` does not exist (the error names it).
-        CheckpointError: if the file is not HDF5, is damaged or truncated, was not
-            written by nnkit, has a newer format version, or holds content nnkit does
-            not read (see :func:`nnkit.io.hdf5.read_value`).
+        CheckpointError: if the file is not HDF5, is damaged or truncated (a dataset's
+            data no longer matches its checksum), was not written by nnkit, has a newer
+            format version, or holds content nnkit does not read (see
+            :func:`nnkit.io.hdf5.read_value`).
     """
     name = os.fspath(path)
     file = _open(name)
     try:
         with file:
             attrs = _check_attrs(file, name)
+            verify = attrs["format_version"] >= CHECKSUMS_SINCE
             wanted = list(file) if sections is None else [s for s in sections if s in file]
             content = {"attrs": attrs}
             for section in wanted:
-                content[section] = _read_section(file, section)
+                content[section] = _read_section(file, section, verify)
             return content
     except CheckpointError:
         raise
@@ -98,12 +106,41 @@ def _open(name: str) -> h5py.File:
         raise CheckpointError(f"{name} is damaged or truncated ({err})") from err
 
 
-def _read_section(file: h5py.File, section: str) -> Any:
+def verify_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Read every dataset of a checkpoint and check its checksum.
+
+    Returns:
+        ``{'format_version': int, 'datasets': int, 'bytes': int}``: what was verified.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        CheckpointError: naming the file and the first damaged dataset, or saying that
+            a version-1 file carries no checksums to verify.
+    """
+    content = read_file(path)
+    version = content["attrs"]["format_version"]
+    if version < CHECKSUMS_SINCE:
+        raise CheckpointError(f"{os.fspath(path)} has checkpoint format version {version}, "
+                              "which carries no checksums: it cannot be verified (load and "
+                              "save it again to add them)")
+    counts = {"datasets": 0, "bytes": 0}
+
+    def count(_: str, node: Any) -> None:
+        if isinstance(node, h5py.Dataset) and node.shape is not None:
+            counts["datasets"] += 1
+            counts["bytes"] += int(node.size) * node.dtype.itemsize
+
+    with h5py.File(os.fspath(path), "r") as file:
+        file.visititems(count)
+    return {"format_version": version, **counts}
+
+
+def _read_section(file: h5py.File, section: str, verify: bool) -> Any:
     link = file.get(section, getlink=True)
     if not isinstance(link, h5py.HardLink):
         raise CheckpointError(f"{file.filename}: {section}: is a {type(link).__name__}; "
                               "links are not followed")
-    return read_value(file[section], where=section)
+    return read_value(file[section], where=section, verify=verify)
 
 
 def _check_attrs(file: h5py.File, name: str) -> dict[str, Any]:
@@ -121,6 +158,11 @@ def _check_attrs(file: h5py.File, name: str) -> dict[str, Any]:
             f"{name} has checkpoint format version {version} (written by nnkit "
             f"{attrs.get('nnkit_version', '?')}), newer than the version {FORMAT_VERSION} "
             "this nnkit reads; upgrade nnkit to load it")
+    if "config" in attrs and version >= CHECKSUMS_SINCE:
+        stored = file.attrs.get("config_crc32")
+        if stored is None or int(stored) != zlib.crc32(attrs["config"].encode("utf-8")):
+            raise CheckpointError(f"{name}: the config attribute does not match its "
+                                  "checksum (config_crc32): the file is damaged")
     return attrs
 
 

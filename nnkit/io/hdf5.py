@@ -18,6 +18,11 @@ nested structure of dicts, lists, tuples, Tensors, NumPy arrays and Python scala
   bytes if it holds a NUL character, which HDF5 strings cannot); ``None`` is an empty dataset
   (``h5py.Empty``, ``'none'``).
 
+Every dataset but ``None``'s carries ``nnkit_crc32``, the CRC-32 of its data bytes
+(C order; strings: their UTF-8 bytes), computed on the array being written and checked
+on the array read back, so a flipped bit anywhere in the data is an error naming the
+dataset rather than a silently wrong weight.
+
 Tensors and arrays come back as NumPy arrays; everything else comes back as the type
 that was written. Only numeric, boolean and UTF-8 string data is ever written or read:
 object, variable-length (other than strings), compound and reference datasets, and soft
@@ -26,6 +31,7 @@ or external links, are refused, so reading a file can never run code.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,10 +41,11 @@ import numpy as np
 from nnkit.autograd.tensor import Tensor
 from nnkit.io.errors import CheckpointError
 
-__all__ = ["write_value", "read_value", "TYPE_ATTR", "INT_KEYS_ATTR"]
+__all__ = ["write_value", "read_value", "checksum", "TYPE_ATTR", "INT_KEYS_ATTR", "CRC_ATTR"]
 
 TYPE_ATTR = "nnkit_type"
 INT_KEYS_ATTR = "nnkit_int_keys"
+CRC_ATTR = "nnkit_crc32"  # zlib.crc32 of a dataset's data bytes as written (format >= 2)
 _NUMERIC_KINDS = "biufc"
 _INT64 = np.iinfo(np.int64)
 _STR = h5py.string_dtype("utf-8")
@@ -70,6 +77,19 @@ def write_value(group: h5py.Group, name: str, value: Any, *, where: str = "") ->
         kind, data = _encode_leaf(value, where)
         dataset = group.create_dataset(name, data=data)
         dataset.attrs[TYPE_ATTR] = kind
+        if not isinstance(data, h5py.Empty):
+            dataset.attrs[CRC_ATTR] = np.int64(checksum(data))
+
+
+def checksum(data: Any) -> int:
+    """CRC-32 of an array's (or scalar's, or string array's UTF-8) data bytes."""
+    array = np.asarray(data)
+    if array.dtype.kind == "O" or h5py.check_string_dtype(array.dtype) is not None:
+        text = array.item()
+        return zlib.crc32(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    return zlib.crc32(memoryview(array.reshape(-1).view(np.uint8)))
 
 
 def _write_mapping(group: h5py.Group, mapping: Mapping, where: str) -> None:
@@ -144,7 +164,8 @@ def _numeric(array: np.ndarray | np.generic, where: str) -> np.ndarray | np.gene
     return array
 
 
-def read_value(node: h5py.Group | h5py.Dataset, *, where: str = "") -> Any:
+def read_value(node: h5py.Group | h5py.Dataset, *, where: str = "",
+               verify: bool = False) -> Any:
     """Reads back a value written by :func:`write_value`.
 
     A group or dataset without an ``nnkit_type`` attribute reads as a dict or a NumPy
@@ -153,6 +174,7 @@ def read_value(node: h5py.Group | h5py.Dataset, *, where: str = "") -> Any:
     Args:
         node: the group or dataset to read.
         where: the dotted location of ``node``, for messages.
+        verify: check every dataset's ``nnkit_crc32`` (required then) against its data.
 
     Returns:
         The nested dict/list/tuple of NumPy arrays, scalars, strings and None.
@@ -160,37 +182,38 @@ def read_value(node: h5py.Group | h5py.Dataset, *, where: str = "") -> Any:
     Raises:
         CheckpointError: naming the file, for content nnkit does not write: unknown
             ``nnkit_type`` tags, non-numeric or variable-length datasets, links, or a
-            list group whose children are not ``0..n-1``.
+            list group whose children are not ``0..n-1``; with ``verify``, a dataset
+            whose data does not match its checksum, or that has none.
     """
     where = where or node.name.lstrip("/")
     if isinstance(node, h5py.Group):
-        return _read_group(node, where)
-    return _read_dataset(node, where)
+        return _read_group(node, where, verify)
+    return _read_dataset(node, where, verify)
 
 
-def _read_group(group: h5py.Group, where: str) -> Any:
+def _read_group(group: h5py.Group, where: str, verify: bool) -> Any:
     kind = _tag(group, "dict")
     if kind == "dict":
         int_keys = {str(int(k)) for k in np.asarray(group.attrs.get(INT_KEYS_ATTR, [])).ravel()}
-        return {(int(name) if name in int_keys else name): _read_child(group, name, where)
-                for name in group}
+        return {(int(name) if name in int_keys else name):
+                _read_child(group, name, where, verify) for name in group}
     if kind in ("list", "tuple"):
         names = sorted(group, key=lambda n: (len(n), n))
         if names != [str(i) for i in range(len(names))]:
             _refuse(group, where, f"a {kind} group must hold children 0..n-1, found {names}")
-        items = [_read_child(group, name, where) for name in names]
+        items = [_read_child(group, name, where, verify) for name in names]
         return items if kind == "list" else tuple(items)
     return _refuse(group, where, f"unknown group type {kind!r}")
 
 
-def _read_child(group: h5py.Group, name: str, where: str) -> Any:
+def _read_child(group: h5py.Group, name: str, where: str, verify: bool) -> Any:
     link = group.get(name, getlink=True)
     if not isinstance(link, h5py.HardLink):
         _refuse(group, f"{where}.{name}", f"is a {type(link).__name__}; links are not followed")
-    return read_value(group[name], where=f"{where}.{name}" if where else name)
+    return read_value(group[name], where=f"{where}.{name}" if where else name, verify=verify)
 
 
-def _read_dataset(dataset: h5py.Dataset, where: str) -> Any:
+def _read_dataset(dataset: h5py.Dataset, where: str, verify: bool) -> Any:
     kind = _tag(dataset, None)
     if dataset.shape is None:
         if kind not in ("none", None):
@@ -198,24 +221,39 @@ def _read_dataset(dataset: h5py.Dataset, where: str) -> Any:
         return None
     if h5py.check_string_dtype(dataset.dtype) is not None and kind in ("str", "bigint"):
         text = dataset.asstr()[()]
+        if verify:
+            _check_crc(dataset, zlib.crc32(text.encode("utf-8")), where)
         return text if kind == "str" else int(text)
     if dataset.dtype.kind not in _NUMERIC_KINDS:
         _refuse(dataset, where, f"dtype {dataset.dtype} is not read (only numeric data and "
                                 "nnkit's own strings; nothing is ever unpickled)")
-    return _decode_numeric(dataset, kind, where)
+    data = dataset[()]
+    if verify:
+        _check_crc(dataset, checksum(data), where)
+    return _decode_numeric(dataset, data, kind, where)
 
 
-def _decode_numeric(dataset: h5py.Dataset, kind: str | None, where: str) -> Any:
+def _check_crc(dataset: h5py.Dataset, computed: int, where: str) -> None:
+    stored = dataset.attrs.get(CRC_ATTR)
+    if stored is None:
+        _refuse(dataset, where, "has no checksum (nnkit_crc32): it was not written by nnkit, "
+                                "or was altered")
+    if int(stored) != computed:
+        _refuse(dataset, where, f"checksum mismatch (stored {int(stored):08x}, data gives "
+                                f"{computed:08x}): the data is damaged")
+
+
+def _decode_numeric(dataset: h5py.Dataset, data: Any, kind: str | None, where: str) -> Any:
     if kind in (None, "ndarray", "tensor"):
-        return dataset[...]
+        return np.asarray(data)
     if kind == "str" and dataset.dtype == np.uint8 and dataset.ndim == 1:
-        return dataset[...].tobytes().decode("utf-8")
+        return data.tobytes().decode("utf-8")
     if dataset.shape != ():
         _refuse(dataset, where, f"a {kind!r} must be a 0-d dataset, found shape {dataset.shape}")
     converters = {"scalar": lambda v: v, "bool": bool, "int": int, "float": float}
     if kind not in converters:
         _refuse(dataset, where, f"unknown dataset type {kind!r}")
-    return converters[kind](dataset[()])
+    return converters[kind](data)
 
 
 def _tag(node: h5py.HLObject, default: str | None) -> str | None:

@@ -127,7 +127,7 @@ def test_returned_metadata_and_raw_states(tmp_path):
     assert info["optimizer"]["param_groups"][0]["lr"] == 0.1 and "model" not in info
     assert info["rng"]["bit_generator"] == "PCG64"
     attrs = read_checkpoint(tmp_path / "c.h5")["attrs"]
-    assert attrs == {"nnkit_format": "nnkit-checkpoint", "format_version": 1,
+    assert attrs == {"nnkit_format": "nnkit-checkpoint", "format_version": 2,
                      "nnkit_version": nnkit.__version__, "contents": "checkpoint",
                      "config": "model:\n  units: 2\n"}
 
