@@ -48,7 +48,8 @@ def make_loader(x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = 
         y: targets aligned with array ``x``; must be None for a Dataset or DataLoader.
         batch_size: samples per batch when this function builds the loader.
         shuffle: shuffle each epoch (arrays and Datasets only).
-        seed: the shuffling seed of a loader built here.
+        seed: the shuffling seed of a loader built here (None: drawn from nnkit's
+            global generator when shuffling, 0 otherwise).
         caller: the public method, for error messages.
 
     Returns:
@@ -60,6 +61,11 @@ def make_loader(x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = 
     """
     if x is None:
         raise ValueError(f"{caller}: x is required (arrays, Tensors, a Dataset or a DataLoader)")
+    if seed is None and not shuffle:
+        # an ordered loader needs no drawn seed: drawing one would move nnkit's global
+        # random stream (dropout), so that a validation pass or an evaluate() between
+        # epochs changed the training that follows
+        seed = 0
     if not _is_array(x):
         if y is not None:
             raise ValueError(f"{caller}: y must be None when x is a {type(x).__name__}; the "

@@ -295,3 +295,22 @@ class _Batches(Callback):
             return original(batch)
 
         model.train_step = train_step
+
+
+def test_save_load_then_initial_epoch_continues_exactly(tmp_path):
+    # Keras's manual route: fit(epochs=2) -> model.save -> load into a new model ->
+    # fit(initial_epoch=2, epochs=4) equals fit(epochs=4), Dropout and shuffling
+    # included, given the loader's seed (the checkpoint restores the dropout stream)
+    x, y = data()
+    kwargs = dict(batch_size=16, verbose=0, shuffle=True, seed=3, validation_split=0.2)
+    straight = make_model()
+    straight.fit(x, y, epochs=4, **kwargs)
+    first = make_model()
+    first.fit(x, y, epochs=2, **kwargs)
+    first.save(tmp_path / "model.h5")
+    nnkit.manual_seed(99)  # another process
+    second = make_model()
+    nnkit.io.load_checkpoint(tmp_path / "model.h5", model=second, optimizer=second.optimizer)
+    second.fit(x, y, epochs=4, initial_epoch=2, **kwargs)
+    for key, value in straight.state_dict().items():
+        np.testing.assert_array_equal(second.state_dict()[key].numpy(), value.numpy())
