@@ -133,7 +133,7 @@ def load_checkpoint(path: PathLike, *, model: Any = None, optimizer: Any = None,
     """
     targets = {"model": model, "optimizer": optimizer, "scheduler": scheduler,
                "loader": loader, "callbacks": callbacks}
-    content = read_file(path)
+    content = read_file(path, expect=_expected(model))
     _require(content, path, [name for name, obj in targets.items()
                              if obj is not None and name != "callbacks"])
     if model is not None:
@@ -171,7 +171,7 @@ def load_weights(path: PathLike, module: Any, *, strict: bool = True) -> Any:
     Example:
         >>> load_weights("mlp.weights.h5", model)
     """
-    content = read_file(path, sections=["model"])
+    content = read_file(path, sections=["model"], expect=_expected(module))
     _require(content, path, ["model"])
     return module.load_state_dict(content["model"], strict=strict)
 
@@ -261,6 +261,13 @@ def _require(content: dict[str, Any], path: PathLike, sections: list[str]) -> No
         what = ", ".join(f"'{name}/'" for name in missing)
         raise CheckpointError(f"{os.fspath(path)} has no {what} group (it holds: "
                               f"{', '.join(k for k in content if k != 'attrs') or 'nothing'})")
+
+
+def _expected(module: Any) -> dict[str, dict[str, tuple[int, ...]]] | None:
+    """The shapes a module's state needs, by dataset name under ``model/``."""
+    if module is None or not callable(getattr(module, "state_dict", None)):
+        return None
+    return {"model": {key: tuple(value.shape) for key, value in module.state_dict().items()}}
 
 
 def _summary(content: dict[str, Any], targets: dict[str, Any], restore_rng: bool) -> dict:

@@ -55,13 +55,19 @@ def write_attrs(file: h5py.File, *, contents: str, config: str | None) -> None:
         file.attrs["config_crc32"] = np.int64(zlib.crc32(config.encode("utf-8")))
 
 
-def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None) -> dict[str, Any]:
+def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None, *,
+              expect: dict[str, dict[str, tuple[int, ...]]] | None = None) -> dict[str, Any]:
     """Reads a checkpoint file into plain Python and NumPy values.
 
     Args:
         path: the checkpoint file.
         sections: the top-level children to read (those absent are skipped); None
             reads them all.
+        expect: ``{section: {dataset name: shape}}``: the shapes the caller's objects
+            need (e.g. a model's ``state_dict``). Before any data is read, a dataset
+            holding more elements than its expected shape is refused, so loading never
+            allocates much more than the state it fills; other mismatches are left to
+            the object's own ``load_state_dict``, which lists them all.
 
     Returns:
         ``{'attrs': {...root attributes...}, section: value, ...}``.
@@ -80,12 +86,17 @@ def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None) ->
             attrs = _check_attrs(file, name)
             verify = attrs["format_version"] >= CHECKSUMS_SINCE
             wanted = list(file) if sections is None else [s for s in sections if s in file]
+            for section, shapes in (expect or {}).items():
+                _check_shapes(file, section, shapes)
             content = {"attrs": attrs}
             for section in wanted:
                 content[section] = _read_section(file, section, verify)
             return content
     except CheckpointError:
         raise
+    except MemoryError:
+        raise CheckpointError(f"{name} declares more data than fits in memory; refused "
+                              "(damaged or crafted)") from None
     except (OSError, RuntimeError, KeyError, ValueError) as err:
         # h5py reports reads past the end of a truncated file, or from a corrupted
         # B-tree, as one of these; undecodable text lands here too. All mean damage.
@@ -133,6 +144,22 @@ def verify_file(path: str | os.PathLike) -> dict[str, Any]:
     with h5py.File(os.fspath(path), "r") as file:
         file.visititems(count)
     return {"format_version": version, **counts}
+
+
+def _check_shapes(file: h5py.File, section: str, shapes: dict[str, tuple[int, ...]]) -> None:
+    group = file.get(section)
+    if not isinstance(group, h5py.Group):
+        return  # a missing section is reported by the caller
+    for key, shape in shapes.items():
+        node = group.get(key, getlink=True)
+        if not isinstance(node, h5py.HardLink):
+            continue  # absent (the caller's strictness decides) or a link (refused later)
+        dataset = group[key]
+        if isinstance(dataset, h5py.Dataset) and dataset.shape is not None and \
+                dataset.size > max(1, int(np.prod(shape))):
+            raise CheckpointError(
+                f"{file.filename}: {section}.{key}: shape {dataset.shape} in the file, but "
+                f"{tuple(shape)} is expected; refused before reading")
 
 
 def _read_section(file: h5py.File, section: str, verify: bool) -> Any:

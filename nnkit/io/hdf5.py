@@ -31,6 +31,7 @@ or external links, are refused, so reading a file can never run code.
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -41,7 +42,8 @@ import numpy as np
 from nnkit.autograd.tensor import Tensor
 from nnkit.io.errors import CheckpointError
 
-__all__ = ["write_value", "read_value", "checksum", "TYPE_ATTR", "INT_KEYS_ATTR", "CRC_ATTR"]
+__all__ = ["write_value", "read_value", "checksum", "check_storage", "TYPE_ATTR",
+           "INT_KEYS_ATTR", "CRC_ATTR"]
 
 TYPE_ATTR = "nnkit_type"
 INT_KEYS_ATTR = "nnkit_int_keys"
@@ -227,10 +229,41 @@ def _read_dataset(dataset: h5py.Dataset, where: str, verify: bool) -> Any:
     if dataset.dtype.kind not in _NUMERIC_KINDS:
         _refuse(dataset, where, f"dtype {dataset.dtype} is not read (only numeric data and "
                                 "nnkit's own strings; nothing is ever unpickled)")
+    check_storage(dataset, where)
     data = dataset[()]
     if verify:
         _check_crc(dataset, checksum(data), where)
     return _decode_numeric(dataset, data, kind, where)
+
+
+def check_storage(dataset: h5py.Dataset, where: str) -> None:
+    """Refuse, before any data is read, storage nnkit never writes.
+
+    nnkit writes plain contiguous or compact datasets with no filter, so a dataset that
+    is virtual (its values come from other files), keeps its data in external files, is
+    filtered (compressed: a small file could expand without bound), or declares more
+    data than the whole file holds is damaged or crafted.
+
+    Raises:
+        CheckpointError: naming the file and the dataset.
+    """
+    if dataset.is_virtual:
+        _refuse(dataset, where, "is a virtual dataset (its values would be read from other "
+                                "files); refused")
+    if dataset.external:
+        _refuse(dataset, where, "keeps its data in external files; refused")
+    plist = dataset.id.get_create_plist()
+    if plist.get_nfilters():
+        names = [plist.get_filter(i)[3].decode(errors="replace") or "?"
+                 for i in range(plist.get_nfilters())]
+        _refuse(dataset, where, f"is stored through filter(s) {names} (e.g. compression), "
+                                "which nnkit never writes; refused")
+    declared = int(dataset.size) * dataset.dtype.itemsize
+    available = os.path.getsize(dataset.file.filename)
+    if declared > available:
+        _refuse(dataset, where, f"declares {declared} bytes of data {dataset.shape}, more "
+                                f"than the whole file holds ({available} bytes); refused "
+                                "before reading")
 
 
 def _check_crc(dataset: h5py.Dataset, computed: int, where: str) -> None:

@@ -112,7 +112,8 @@ def test_checkpoint_errors(cli, trained, workdir):
     )
     assert_config_error(
         cli("evaluate", config, "--checkpoint", checkpoint, "--set", "model.layers[0].units=16"),
-        "does not fit this config: Error(s) in loading state_dict",
+        "model.0.weight: shape (32, 64) in the file, but (16, 64) is expected; refused "
+        "before reading",
     )
     assert_config_error(
         cli("train", config, "--set", "model.layers[0].units=16", "--resume", checkpoint),
