@@ -94,11 +94,12 @@ class NNKernelsMixin:
         win = _cl_windows(xp, _cl_padded(xp, self.array, pads), kernel, stride, dilation)
         n, c = win.shape[0], win.shape[-1]
         rows = n * math.prod(win.shape[1:1 + len(kernel)])
+        width = math.prod(kernel) * (c // groups)  # explicit: an empty batch has no -1
         if groups == 1:
-            return self._new(xp.ascontiguousarray(win).reshape(1, rows, -1))
+            return self._new(xp.ascontiguousarray(win).reshape(1, rows, width))
         win = win.reshape(win.shape[:-1] + (groups, c // groups))
         win = xp.moveaxis(win, -2, 0)
-        return self._new(xp.ascontiguousarray(win).reshape(groups, rows, -1))
+        return self._new(xp.ascontiguousarray(win).reshape(groups, rows, width))
 
     def conv_col2im(self, in_shape, out, kernel, stride, dilation, pads, groups):
         """Adjoint of :meth:`conv_im2col`: sum the columns back into ``in_shape``."""
@@ -107,7 +108,7 @@ class NNKernelsMixin:
         g = groups
         # (G, N*P, K*Cg) -> (N, *out, K, C) with C = (G, Cg)
         cols = cols.reshape((g, n) + tuple(out) + (math.prod(kernel), c // g))
-        cols = self.xp.moveaxis(cols, 0, -2).reshape((n,) + tuple(out) + (-1, c)) \
+        cols = self.xp.moveaxis(cols, 0, -2).reshape((n,) + tuple(out) + (math.prod(kernel), c)) \
             if g > 1 else cols[0]
         res = self._cl_zeros(in_shape, pads, cols.dtype)
         for k, sl in _offsets(kernel, out, stride, dilation):
@@ -206,8 +207,11 @@ class NNKernelsMixin:
         xp = self.xp
         x = self.array
         m = xp.max(x, axis=axis, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, xp.zeros((), x.dtype))
-        z = x - m
+        # an all -inf slice shifts by 0; a +inf (or NaN) maximum makes the slice NaN,
+        # as in torch (inf - inf)
+        m = xp.where(m == -np.inf, xp.zeros((), x.dtype), m)
+        with np.errstate(invalid="ignore"):
+            z = x - m
         s = xp.sum(xp.exp(z), axis=axis, keepdims=True)
         # an all -inf slice gives NaN (as torch) without a 0/0 warning
         return z, xp.where(s > 0, s, xp.asarray(np.nan, dtype=s.dtype))
@@ -216,13 +220,15 @@ class NNKernelsMixin:
         """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the maximum."""
         z, s = self._shifted(axis)
         e = self.xp.exp(z)
-        e /= s
+        with np.errstate(invalid="ignore"):
+            e /= s
         return self._new(e)
 
     def log_softmax(self, axis):
         """``x - logsumexp(x)`` along ``axis``, shifted by the maximum."""
         z, s = self._shifted(axis)
-        z -= self.xp.log(s)
+        with np.errstate(invalid="ignore"):
+            z -= self.xp.log(s)
         return self._new(z)
 
 

@@ -574,6 +574,9 @@ def where(condition, input, other):
 
     if not isinstance(condition, Tensor):
         raise TypeError("where: condition must be a boolean Tensor")
+    if condition.dtype.name != "bool":
+        raise TypeError(f"where: condition must be a boolean tensor, got {condition.dtype} "
+                        "(compare it, e.g. cond != 0)")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         from nnkit.autograd.factories import tensor
 

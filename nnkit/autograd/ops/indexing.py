@@ -227,6 +227,7 @@ def gather(input, dim: int, index):
             ``input`` outside ``dim``.
     """
     d = _check_gather(input, dim, index, "gather")
+    _check_range(index, input.shape[d] if input.ndim else 1, d, "gather")
     return Gather.apply(input, d, index)
 
 
@@ -256,6 +257,7 @@ class ScatterAdd(Op):
 def scatter_add(input, dim: int, index, src):
     """Out of place: ``input`` with ``src`` added at ``index`` along ``dim``."""
     d = _check_gather(input, dim, index, "scatter_add")
+    _check_range(index, input.shape[d] if input.ndim else 1, d, "scatter_add")
     if any(a > b for a, b in zip(index.shape, src.shape)):
         raise ShapeError(f"scatter_add: index {tuple(index.shape)} is larger than src "
                          f"{tuple(src.shape)}")
@@ -267,7 +269,20 @@ def _check_index_1d(x, dim, index, op):
     if index.ndim > 1 or index.dtype.is_floating_point or index.dtype.name == "bool":
         raise TypeError(f"{op}: index must be a 0-d or 1-d integer tensor, got shape "
                         f"{tuple(index.shape)} and dtype {index.dtype}")
+    _check_range(index, x.shape[d], d, op)
     return d
+
+
+def _check_range(index, size, d, op):
+    """Every index in ``[0, size)``: negative ones are refused, not wrapped (torch)."""
+    if not index.numel():
+        return
+    with no_grad():
+        lo, hi = int(index.min().item()), int(index.max().item())
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {d} with size "
+                         f"{size} (valid indices: 0 to {size - 1})")
 
 
 class IndexSelect(Op):

@@ -2,8 +2,8 @@
 
 Every loss is composed from ops that already have backward passes (STYLE §6):
 ``cross_entropy`` is the fused :func:`log_softmax` followed by :func:`nll_loss`, which
-picks the target log-probabilities with a one-hot mask (a multiply and a sum, so its
-backward is elementwise rather than a scatter). Each takes ``reduction`` in
+picks the target log-probabilities with a gather (a one-hot product would turn a
+masked ``-inf`` logit of another class into ``0 * -inf = NaN``). Each takes ``reduction`` in
 ``'mean' | 'sum' | 'none'`` with torch's semantics.
 """
 
@@ -17,7 +17,7 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.activation import log_softmax
 from nnkit.autograd.ops.elementwise import abs, clamp, log, softplus, where
-from nnkit.autograd.ops.indexing import index_select
+from nnkit.autograd.ops.indexing import gather, index_select
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -68,16 +68,6 @@ def _valid_targets(target, n_classes, ignore_index, op):
     return valid, safe
 
 
-def _one_hot_mask(safe, input, cd):
-    from nnkit.autograd.factories import arange
-
-    with no_grad():
-        shape = [1] * input.ndim
-        shape[cd] = input.shape[cd]
-        classes = arange(input.shape[cd], device=input.device).reshape(shape)
-        return (safe.unsqueeze(cd) == classes).to(input.dtype)
-
-
 def _target_weights(weight, safe, valid, dtype):
     """Per-target weights ``weight[target]`` (1 without ``weight``), 0 where ignored."""
     with no_grad():
@@ -104,7 +94,8 @@ def _nll(input, target, weight, ignore_index, reduction, op):
     _check_weight(weight, n_classes, op)
     valid, safe = _valid_targets(target, n_classes, ignore_index, op)
     w = _target_weights(weight, safe, valid, input.dtype)
-    picked = (input * _one_hot_mask(safe, input, cd)).sum(cd)
+    # a gather, not a one-hot product: 0 * -inf (a masked logit) would be NaN
+    picked = gather(input, cd, safe.unsqueeze(cd)).squeeze(cd)
     loss = -picked * w
     if reduction == "mean":
         return _safe_div(loss.sum(), w.sum()), valid, safe
@@ -165,6 +156,9 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100,
         raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     if input.ndim == 0:
         raise ShapeError(f"{op}: expected input of shape (N, C) or (C,), got a 0-d tensor")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected floating-point logits, got {input.dtype} (cast "
+                        "them with .float())")
     cd = _class_dim(input)
     n_classes = input.shape[cd]
     logp = log_softmax(input, cd)

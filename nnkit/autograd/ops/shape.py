@@ -232,9 +232,9 @@ def permute(x, *dims):
 
 def transpose(x, dim0: int, dim1: int):
     """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
-    if x.ndim < 2 and x.ndim == 0:
-        return x
     a, b = wrap_dim(dim0, x.ndim, "transpose"), wrap_dim(dim1, x.ndim, "transpose")
+    if x.ndim == 0:  # only dims 0 and -1 exist (as in torch)
+        return x
     dims = list(range(x.ndim))
     dims[a], dims[b] = dims[b], dims[a]
     return permute(x, tuple(dims))
@@ -316,6 +316,10 @@ def cat(tensors, dim: int = 0):
         raise ValueError("cat: expected a non-empty list of tensors")
     for k, t in enumerate(tensors):
         check_tensor(t, "cat", f"tensors[{k}]")
+    for k, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ShapeError(f"cat: tensors[{k}] is zero-dimensional and cannot be "
+                             "concatenated (use stack, or reshape it to (1,))")
     ref = tensors[0]
     d = wrap_dim(dim, ref.ndim, "cat")
     for k, t in enumerate(tensors[1:], 1):
