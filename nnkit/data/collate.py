@@ -22,7 +22,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     * nnkit Tensors are stacked with ``nnkit.stack`` (Tensors stay Tensors);
     * Python numbers become a 1-d NumPy array (``int64``/``float64``/``bool``, as
       ``np.asarray`` picks);
-    * strings, bytes and ``None`` are returned as a list;
+    * strings and bytes are returned as a list (``None`` is an error, as in torch);
     * mappings are collated key by key into a ``dict``; tuples (named tuples
       included) and lists are collated position by position into the same type;
     * a :class:`~nnkit.data.SampleBatch` is already stacked: its columns are returned.
@@ -50,12 +50,19 @@ def default_collate(batch: Sequence[Any]) -> Any:
 
 
 def _collate(samples: list, where: str) -> Any:
+    missing = [i for i, s in enumerate(samples) if s is None]
+    if missing:
+        raise TypeError(
+            f"default_collate: sample(s) {missing[:10]} of the batch hold None at {where}: "
+            "the dataset returned None (return arrays, numbers, tuples or dicts, or pass a "
+            "collate_fn)"
+        )
     first = samples[0]
     if isinstance(first, (np.ndarray, np.generic)):
         return _stack_arrays(samples, where)
     if _is_tensor(first):
         return _stack_tensors(samples, where)
-    if isinstance(first, (str, bytes)) or first is None:
+    if isinstance(first, (str, bytes)):
         return samples
     if isinstance(first, numbers.Number):
         return np.asarray(samples)

@@ -199,9 +199,18 @@ class DataLoader:
         getitems = getattr(self.dataset, "__getitems__", None)
         try:
             samples = self._samples(indices) if getitems is None else getitems(indices)
-            return self.collate_fn(samples)
         except Exception as exc:
             _add_note(exc, f"(raised while DataLoader loaded batch {batch_index})")
+            raise
+        try:
+            return self.collate_fn(samples)
+        except (TypeError, ValueError) as exc:  # name the batch in the message itself
+            shown = indices.tolist()[:16]
+            more = ", ..." if len(indices) > 16 else ""
+            raise type(exc)(f"{exc} (collating batch {batch_index}, dataset indices "
+                            f"{str(shown)[:-1]}{more}])") from exc
+        except Exception as exc:
+            _add_note(exc, f"(raised while DataLoader collated batch {batch_index})")
             raise
 
     def _samples(self, indices: np.ndarray) -> list:

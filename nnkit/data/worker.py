@@ -1,7 +1,9 @@
 """Background loading: worker threads, the loading context and per-sample randomness.
 
-Workers are threads (``concurrent.futures.ThreadPoolExecutor``): NumPy releases the
-GIL while it copies and computes, and threads need no pickling. Randomness used
+Workers are daemon threads: NumPy releases the GIL while it copies and computes, and
+threads need no pickling. Being daemons, a worker stuck in a dataset's
+``__getitem__`` never keeps the process alive: Ctrl-C in the main thread (which waits
+for batches in short, interruptible slices) ends it at once. Randomness used
 while loading must come from :func:`sample_rng`, which depends only on the loader's
 seed, the epoch and the sample index, never on which worker runs the sample; that
 is what makes ``num_workers > 0`` give exactly the batches ``num_workers=0`` gives.
@@ -14,7 +16,8 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -159,29 +162,70 @@ def iter_threaded(
     At most ``num_workers * prefetch`` batches are submitted but not yet consumed.
     A failure is re-raised as :class:`WorkerError` chained to the original.
     """
-    executor = ThreadPoolExecutor(
-        num_workers,
-        thread_name_prefix="nnkit-data",
-        initializer=_init_worker,
-        initargs=(itertools.count(),),
-    )
+    pool = _DaemonPool(num_workers)
     pending: deque[tuple[int, np.ndarray, Future]] = deque()
     try:
         for batch_index, indices in tasks:
-            pending.append((batch_index, indices, executor.submit(fetch, batch_index, indices)))
+            pending.append((batch_index, indices, pool.submit(fetch, batch_index, indices)))
             if len(pending) >= num_workers * prefetch:
                 yield _result(*pending.popleft())
         while pending:
             yield _result(*pending.popleft())
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown()
+
+
+class _DaemonPool:
+    """``num_workers`` daemon threads running submitted calls in order of submission.
+
+    Unlike ``ThreadPoolExecutor``, whose threads the interpreter joins at exit, a
+    daemon thread stuck in a dataset cannot keep the process from ending.
+    """
+
+    def __init__(self, num_workers: int) -> None:
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._futures: list[Future] = []
+        counter = itertools.count()
+        self._threads = [threading.Thread(target=self._run, args=(counter,), daemon=True,
+                                          name=f"nnkit-data_{i}") for i in range(num_workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, counter: Iterator[int]) -> None:
+        _init_worker(counter)
+        while (task := self._tasks.get()) is not None:
+            future, fn, args = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the consumer
+                future.set_exception(exc)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        future: Future = Future()
+        self._futures.append(future)
+        if len(self._futures) > 256:
+            self._futures = [f for f in self._futures if not f.done()]
+        self._tasks.put((future, fn, args))
+        return future
+
+    def shutdown(self) -> None:
+        """Cancel what has not started; the threads end after their current call."""
+        for future in self._futures:
+            future.cancel()
+        for _ in self._threads:
+            self._tasks.put(None)
 
 
 def _result(batch_index: int, indices: np.ndarray, future: Future) -> Any:
-    try:
-        return future.result()
-    except Exception as exc:
-        raise _failure(batch_index, indices, exc) from exc
+    while True:  # short waits: a signal (Ctrl-C) is handled between them
+        try:
+            return future.result(timeout=0.1)
+        except FutureTimeout:
+            continue
+        except Exception as exc:
+            raise _failure(batch_index, indices, exc) from exc
 
 
 def iter_background(batches: Iterator[Any], *, maxsize: int) -> Iterator[Any]:
@@ -194,7 +238,7 @@ def iter_background(batches: Iterator[Any], *, maxsize: int) -> Iterator[Any]:
     thread.start()
     try:
         for batch_index in itertools.count():
-            kind, item = slots.get()
+            kind, item = _get(slots)
             if kind == "done":
                 return
             if kind == "error":
@@ -202,6 +246,14 @@ def iter_background(batches: Iterator[Any], *, maxsize: int) -> Iterator[Any]:
             yield item
     finally:
         stop.set()
+
+
+def _get(slots: queue.Queue) -> tuple:
+    while True:  # short waits: a signal (Ctrl-C) is handled between them
+        try:
+            return slots.get(timeout=0.1)
+        except queue.Empty:
+            continue
 
 
 def _produce(batches: Iterator[Any], slots: queue.Queue, stop: threading.Event) -> None:

@@ -30,7 +30,25 @@ def test_recursion_into_containers():
 def test_namedtuple_and_none():
     batch = default_collate([Pair(np.zeros(2), 0), Pair(np.ones(2), 1)])
     assert isinstance(batch, Pair) and batch.label.tolist() == [0, 1]
-    assert default_collate([None, None]) == [None, None]
+    with pytest.raises(TypeError, match=r"sample\(s\) \[0, 1\] of the batch hold None"):
+        default_collate([None, None])  # torch's default_collate refuses None too
+
+
+def test_a_dataset_returning_none_names_collate_and_the_indices():
+    from nnkit.data import DataLoader, Dataset
+
+    class Holes(Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return (None if i == 4 else np.zeros(2), 1)
+
+    loader = DataLoader(Holes(), batch_size=3)
+    with pytest.raises(TypeError, match=r"default_collate: sample\(s\) \[1\] of the batch "
+                                        r"hold None at batch\[0\].*\(collating batch 1, "
+                                        r"dataset indices \[3, 4, 5\]\)"):
+        list(loader)
 
 
 def test_sample_batch_is_passed_through():

@@ -386,3 +386,44 @@ def test_property_distributed_shards(n, replicas, shuffle, drop):
         assert len(flat) == len(set(flat)) == n - n % replicas
     else:
         assert set(flat) == set(range(n)) and len(flat) == -(-n // replicas) * replicas
+
+
+_STUCK = """
+import sys, time, numpy as np
+from nnkit.data import DataLoader, Dataset
+
+class Stuck(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if i == 5:
+            print("stuck", flush=True)
+            time.sleep(3600)
+        return np.zeros(2)
+
+for batch in DataLoader(Stuck(), batch_size=4, num_workers=2):
+    pass
+"""
+
+
+def test_sigint_ends_a_loader_whose_worker_is_stuck():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", _STUCK], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "stuck\n"
+    time.sleep(0.2)  # the main thread now waits for the stuck batch
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    try:
+        _, err = child.communicate(timeout=30)
+    finally:
+        child.kill()  # no stray process if it hung
+        child.stdout.close()
+        child.stderr.close()
+    assert time.monotonic() - sent < 5
+    assert child.returncode != 0 and "KeyboardInterrupt" in err
