@@ -2,8 +2,8 @@
 
 Workers are daemon threads: NumPy releases the GIL while it copies and computes, and
 threads need no pickling. Being daemons, a worker stuck in a dataset's
-``__getitem__`` never keeps the process alive: Ctrl-C in the main thread (which waits
-for batches in short, interruptible slices) ends it at once. Randomness used
+``__getitem__`` never keeps the process alive: Ctrl-C interrupts the main thread's wait
+for a batch (a lock acquisition) and the process ends at once. Randomness used
 while loading must come from :func:`sample_rng`, which depends only on the loader's
 seed, the epoch and the sample index, never on which worker runs the sample; that
 is what makes ``num_workers > 0`` give exactly the batches ``num_workers=0`` gives.
@@ -17,7 +17,6 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -176,31 +175,32 @@ def iter_threaded(
 
 
 class _DaemonPool:
-    """``num_workers`` daemon threads running submitted calls in order of submission.
+    """Up to ``num_workers`` daemon threads running submitted calls in submission order.
 
     Unlike ``ThreadPoolExecutor``, whose threads the interpreter joins at exit, a
-    daemon thread stuck in a dataset cannot keep the process from ending.
+    daemon thread stuck in a dataset cannot keep the process from ending. Like it, a
+    thread is started only when no started one is idle (fewer threads contend for the
+    GIL when loading is cheap).
     """
 
     def __init__(self, num_workers: int) -> None:
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._futures: list[Future] = []
-        counter = itertools.count()
-        self._threads = [threading.Thread(target=self._run, args=(counter,), daemon=True,
-                                          name=f"nnkit-data_{i}") for i in range(num_workers)]
-        for thread in self._threads:
-            thread.start()
+        self._idle = threading.Semaphore(0)
+        self._counter = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._limit = num_workers
 
-    def _run(self, counter: Iterator[int]) -> None:
-        _init_worker(counter)
+    def _run(self) -> None:
+        _init_worker(self._counter)
         while (task := self._tasks.get()) is not None:
             future, fn, args = task
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # handed to the consumer
-                future.set_exception(exc)
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # handed to the consumer
+                    future.set_exception(exc)
+            self._idle.release()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         future: Future = Future()
@@ -208,6 +208,11 @@ class _DaemonPool:
         if len(self._futures) > 256:
             self._futures = [f for f in self._futures if not f.done()]
         self._tasks.put((future, fn, args))
+        if not self._idle.acquire(timeout=0) and len(self._threads) < self._limit:
+            thread = threading.Thread(target=self._run, daemon=True,
+                                      name=f"nnkit-data_{len(self._threads)}")
+            thread.start()
+            self._threads.append(thread)
         return future
 
     def shutdown(self) -> None:
@@ -219,13 +224,10 @@ class _DaemonPool:
 
 
 def _result(batch_index: int, indices: np.ndarray, future: Future) -> Any:
-    while True:  # short waits: a signal (Ctrl-C) is handled between them
-        try:
-            return future.result(timeout=0.1)
-        except FutureTimeout:
-            continue
-        except Exception as exc:
-            raise _failure(batch_index, indices, exc) from exc
+    try:  # the wait is a lock acquisition, which a signal (Ctrl-C) interrupts on POSIX
+        return future.result()
+    except Exception as exc:
+        raise _failure(batch_index, indices, exc) from exc
 
 
 def iter_background(batches: Iterator[Any], *, maxsize: int) -> Iterator[Any]:
@@ -238,7 +240,7 @@ def iter_background(batches: Iterator[Any], *, maxsize: int) -> Iterator[Any]:
     thread.start()
     try:
         for batch_index in itertools.count():
-            kind, item = _get(slots)
+            kind, item = slots.get()
             if kind == "done":
                 return
             if kind == "error":
@@ -246,14 +248,6 @@ def iter_background(batches: Iterator[Any], *, maxsize: int) -> Iterator[Any]:
             yield item
     finally:
         stop.set()
-
-
-def _get(slots: queue.Queue) -> tuple:
-    while True:  # short waits: a signal (Ctrl-C) is handled between them
-        try:
-            return slots.get(timeout=0.1)
-        except queue.Empty:
-            continue
 
 
 def _produce(batches: Iterator[Any], slots: queue.Queue, stop: threading.Event) -> None:
