@@ -50,7 +50,8 @@ def _run(command: Callable[..., None], *args: Any, **kwargs: Any) -> None:
     try:
         command(*args, **kwargs)
     except CLIError as err:
-        typer.echo(str(err), err=True)
+        if str(err):  # an empty message: another rank of the job reports it
+            typer.echo(str(err), err=True)
         raise typer.Exit(err.exit_code) from None
 
 

@@ -274,9 +274,18 @@ def train(
         print(config.text, end="")
         return
     comm = _communicator()
-    with _quiet_unless(comm.is_chief):
-        _train(config, comm, resume=resume, dry_run=dry_run, allow_change=allow_change,
-               command=_resume_command(config_path, overrides, device))
+    try:
+        with _quiet_unless(comm.is_chief):
+            _train(config, comm, resume=resume, dry_run=dry_run, allow_change=allow_change,
+                   command=_resume_command(config_path, overrides, device))
+    except CLIError as stop:
+        if comm.world_size > 1 and stop.exit_code == 1:
+            # one rank's non-finite loss: the others wait in a collective; end them all
+            print(f"[rank {comm.rank}] {stop}", file=sys.stderr)
+            comm.abort(1)
+        if not comm.is_chief:  # every rank stopped alike (a config error, a signal):
+            raise RunStopped("", stop.exit_code) from None  # rank 0 reports it
+        raise
 
 
 def _resume_command(config_path: Path, overrides: Sequence[str], device: str | None) -> str:
@@ -291,6 +300,13 @@ def _resume_command(config_path: Path, overrides: Sequence[str], device: str | N
 def _train(config: Config, comm: Any, *, resume: str | None, dry_run: bool,
            allow_change: Sequence[str], command: str) -> None:
     """``train`` on this process (its stdout already silenced unless it is rank 0)."""
+    batch = config["data"]["batch_size"]
+    if batch % comm.world_size:
+        fit = [b for b in range(batch - batch % comm.world_size, 0, -comm.world_size)][:1]
+        raise ConfigError("data.batch_size", f"{batch} is the global batch, split over "
+                          f"{comm.world_size} processes: make it a multiple of "
+                          f"{comm.world_size} (e.g. {fit[0] if fit else comm.world_size}, or "
+                          f"{batch - batch % comm.world_size + comm.world_size})")
     out_dir = Path(config["output"]["dir"])
     restore_from = resume_point(resume, out_dir / "checkpoints")
     changes = {}

@@ -107,6 +107,14 @@ class Communicator(abc.ABC):
 
         return float(self.allreduce_(nnkit.tensor([float(value)], dtype=nnkit.float64), op).item())
 
+    def abort(self, code: int = 1) -> None:
+        """End every process of the group at once with exit status ``code``.
+
+        What a rank that failed alone calls, so that the others, waiting for it in a
+        collective, do not wait forever. A single process just exits.
+        """
+        raise SystemExit(code)
+
     @abc.abstractmethod
     def barrier(self) -> None:
         """Wait until every rank has called ``barrier``."""

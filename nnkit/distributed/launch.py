@@ -11,6 +11,8 @@ than one process is really running.
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 from nnkit.distributed.communicator import Communicator, LocalCommunicator
 from nnkit.distributed.mpi import MPICommunicator, import_mpi
@@ -88,4 +90,26 @@ def _mpi_world() -> MPICommunicator:
             "the mpiexec that launched it (use the mpiexec of that MPI, e.g. the one the "
             "'mpich' or 'openmpi' Python package installs next to mpi4py)"
         )
+    if comm.world_size > 1:
+        _abort_on_uncaught_exceptions(comm)
     return comm
+
+
+def _abort_on_uncaught_exceptions(comm: MPICommunicator) -> None:
+    """An exception that ends one rank ends the job: its traceback is printed (by that
+    rank alone, prefixed with its number), then ``MPI_Abort`` stops the others, which
+    would otherwise wait for it in their next collective forever (as ``python -m
+    mpi4py`` does)."""
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback):  # noqa: ANN001
+        if issubclass(kind, KeyboardInterrupt):
+            previous(kind, value, traceback)
+            return
+        previous(kind, value, traceback)
+        print(f"[rank {comm.rank} of {comm.world_size}] {kind.__name__}: {value} -- aborting "
+              "the whole job", file=sys.stderr, flush=True)
+        time.sleep(0.2)  # let mpiexec forward the output before it ends every rank
+        comm.abort(1)
+
+    sys.excepthook = hook

@@ -60,6 +60,17 @@ class MPICommunicator(Communicator):
         self.rank, self.world_size = self.comm.Get_rank(), self.comm.Get_size()
         self._nccl: nccl.NcclGroup | None = None
 
+    def abort(self, code: int = 1) -> None:
+        """``MPI_Abort``: mpiexec ends every rank; stdout and stderr are flushed first."""
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        self.comm.Abort(code)
+
     def barrier(self) -> None:
         """``MPI_Barrier``."""
         self.comm.Barrier()

@@ -100,3 +100,48 @@ def test_mpi_seeing_fewer_processes_than_the_launcher_is_explained(tmp_path):
     )
     assert result.returncode != 0
     assert "mpiexec started 3 processes (OMPI_COMM_WORLD_SIZE=3) but MPI sees 1" in result.stderr
+
+
+FAIL_SCRIPT = """
+import nnkit
+from nnkit.callbacks import Callback
+from tests.distributed.conftest import mlp, problem
+
+comm = nnkit.distributed.init()
+
+
+class Boom(Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if comm.rank == 1 and batch == 2:
+            raise RuntimeError(f"boom on rank {comm.rank}")
+
+
+model = mlp(7)
+x, y = problem(n=480)
+model.fit(x, y, batch_size=12, epochs=1000, verbose=0, callbacks=[Boom()])
+"""
+
+
+def test_an_exception_on_one_rank_ends_the_whole_job(tmp_path):
+    import time
+
+    script = tmp_path / "fail.py"
+    script.write_text(textwrap.dedent(FAIL_SCRIPT))
+    started = time.monotonic()
+    result = run([script], cwd=ROOT, n=2)
+    assert time.monotonic() - started < 30  # not a hang: rank 0 waited in a collective
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    line = "[rank 1 of 2] RuntimeError: boom on rank 1 -- aborting the whole job"
+    assert output.count(line) == 1 and "rank 0" not in output, output
+
+
+def test_a_global_batch_not_divisible_by_the_ranks_is_a_config_error(tmp_path):
+    config = tmp_path / "cfg.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "output": {"dir": str(tmp_path / "run")}}))
+    result = run(["-m", "nnkit.cli", "train", config, "--set", "data.batch_size=33"],
+                 cwd=tmp_path, n=2)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "config error: data.batch_size: 33 is the global batch, split over 2 processes: "
+        "make it a multiple of 2 (e.g. 32, or 34)")
