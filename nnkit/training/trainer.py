@@ -358,7 +358,10 @@ class Trainer:
             validation_data: ``(x_val, y_val)`` arrays/Tensors, or a Dataset/DataLoader;
                 takes precedence over ``validation_split``.
             shuffle: reshuffle array/Dataset samples every epoch.
-            initial_epoch: the epoch to start at (to resume a run).
+            initial_epoch: the epoch to start at (to resume a run by hand; a loader built
+                here from arrays or a Dataset shuffles as an uninterrupted run's epoch
+                ``initial_epoch`` would, given ``seed``). For exact resumption of
+                everything (mid-epoch too), use :class:`~nnkit.callbacks.BackupAndRestore`.
             steps_per_epoch: batches per epoch; the loader is restarted when exhausted.
             seed: the shuffling seed of the loader built over arrays/Datasets (None draws
                 one from nnkit's global generator).
