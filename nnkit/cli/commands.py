@@ -12,7 +12,6 @@ import contextlib
 import io as _io
 import shlex
 import sys
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from nnkit.cli import build, run_folder
-from nnkit.cli.config import Config, load_config, parse_yaml
+from nnkit.cli import resume as resuming
+from nnkit.cli.config import Config, load_config
 from nnkit.cli.datasets import Data, load_data, read_input
 from nnkit.cli.errors import CLIError, ConfigError, RunStopped
 from nnkit.cli.schema import CLASSIFICATION_LOSSES
@@ -308,11 +308,11 @@ def _train(config: Config, comm: Any, *, resume: str | None, dry_run: bool,
                           f"{comm.world_size} (e.g. {fit[0] if fit else comm.world_size}, or "
                           f"{batch - batch % comm.world_size + comm.world_size})")
     out_dir = Path(config["output"]["dir"])
-    restore_from = resume_point(resume, out_dir / "checkpoints")
+    restore_from = resuming.resume_point(resume, out_dir / "checkpoints")
     changes = {}
     if restore_from is not None:
-        _check_world_size(restore_from, comm)
-        changes = check_changes(config, restore_from, allow_change)
+        resuming.check_world_size(restore_from, comm)
+        changes = resuming.check_changes(config, restore_from, allow_change)
     run = _setup(config, dry_run=dry_run)
     if dry_run:
         print(
@@ -341,7 +341,7 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
     from nnkit.training import TrainingInterrupted, graceful_interrupts
 
     try:
-        with graceful_interrupts(), _warnings_as_lines():
+        with graceful_interrupts(), resuming.warnings_as_lines():
             return _fit(run, callbacks, comm)
     except TrainingInterrupted as stop:
         where = (f"epoch {stop.epoch + 1}, step {stop.step + 1}" if stop.step >= 0
@@ -354,102 +354,6 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
     except NonFiniteLossError as err:
         raise RunStopped(f"{err}; no checkpoint holds non-finite weights (the newest in "
                          f"{run.out_dir / 'checkpoints'} is the last finite state)", 1) from None
-
-
-@contextlib.contextmanager
-def _warnings_as_lines() -> Iterator[None]:
-    """Show warnings as their message alone on stderr (``WARNING: ...``)."""
-    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        text = str(message)
-        print(text if text.startswith("WARNING") else f"WARNING: {text}", file=sys.stderr)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = show
-        yield
-
-
-def resume_point(resume: str | None, checkpoints: Path) -> Path | None:
-    """The checkpoint ``--resume`` names: ``auto`` picks the newest verified one in
-    ``checkpoints`` (None, said on stdout, if there is none).
-
-    Raises:
-        ConfigError: for a file that does not exist or fails verification.
-    """
-    from nnkit import io
-    from nnkit.callbacks import BackupAndRestore
-
-    if resume is None:
-        return None
-    if resume == "auto":
-        with _warnings_as_lines():
-            found = BackupAndRestore.latest(checkpoints)
-        if found is None:
-            print(f"--resume auto: no checkpoint in {checkpoints}; starting fresh")
-            return None
-        return Path(found)
-    path = Path(resume)
-    if not path.is_file():
-        raise ConfigError("--resume", f"file not found: {path}")
-    try:
-        io.verify_checkpoint(path)
-    except io.CheckpointError as err:
-        raise ConfigError("--resume", str(err)) from None
-    return path
-
-
-# Keys that may change on resume without --allow-change: they alter neither the model,
-# the data nor the loss.
-_FREE_KEYS = ("train.epochs", "train.verbose", "train.stop_on_nonfinite", "callbacks",
-              "output", "device")
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        items = value.items()
-        return {k: v for key, item in items
-                for k, v in _flatten(item, f"{prefix}.{key}" if prefix else str(key)).items()}
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return {k: v for i, item in enumerate(value)
-                for k, v in _flatten(item, f"{prefix}[{i}]").items()}
-    return {prefix: value}
-
-
-def _covered(key: str, prefixes: Sequence[str]) -> bool:
-    return any(key == p or key.startswith((p + ".", p + "[")) for p in prefixes)
-
-
-def check_changes(config: Config, checkpoint: Path, allowed: Sequence[str]
-                  ) -> dict[str, tuple[Any, Any]]:
-    """Compare the config with the one stored in ``checkpoint``.
-
-    Returns:
-        ``{key: (old, new)}`` for each change accepted with ``--allow-change`` (free
-        keys such as ``train.epochs`` are not listed).
-
-    Raises:
-        ConfigError: listing each other changed key with its old and new value.
-    """
-    from nnkit import io
-
-    text = io.read_checkpoint(checkpoint, sections=[])["attrs"].get("config")
-    if text is None:
-        print(f"note: {checkpoint} records no config; its changes cannot be checked")
-        return {}
-    old, new = _flatten(parse_yaml(text, "--resume")), _flatten(config.values)
-    changed = {k: (old.get(k, "<absent>"), new.get(k, "<absent>"))
-               for k in sorted(set(old) | set(new)) if old.get(k, None) != new.get(k, None)}
-    refused = {k: v for k, v in changed.items()
-               if not _covered(k, _FREE_KEYS) and not _covered(k, allowed)}
-    if refused:
-        listed = "; ".join(f"{k}: {o!r} -> {n!r}" for k, (o, n) in refused.items())
-        raise ConfigError(
-            "--resume",
-            f"the config differs from the one {checkpoint} was trained with, in keys that "
-            f"change the model, data or loss: {listed} (pass --allow-change KEY to accept a "
-            "change, or start a fresh run without --resume)",
-        )
-    return {k: v for k, v in changed.items() if not _covered(k, _FREE_KEYS)}
 
 
 def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> None:
@@ -471,7 +375,7 @@ def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> Non
             checkpoints.rename(previous)
             print(f"note: a fresh run; the previous run's checkpoints are in {previous}")
     else:
-        print(_resume_line(restore_from, run.config["train"]["epochs"]))
+        print(resuming.resume_line(restore_from, run.config["train"]["epochs"]))
     run_folder.write_atomic(out_dir / "config.yaml", run.config.text)
     if changes:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -479,43 +383,6 @@ def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> Non
             for key, (old, new) in changes.items():
                 log.write(f"{stamp} resume from {restore_from}: {key}: {old!r} -> {new!r}\n")
                 print(f"accepted change (--allow-change): {key}: {old!r} -> {new!r}")
-
-
-def _progress(path: Path) -> dict | None:
-    """The training progress a checkpoint records (None: it records none)."""
-    from nnkit import io
-
-    progress = (io.read_checkpoint(path, sections=["extra"]).get("extra") or {}).get("fit")
-    return progress if isinstance(progress, dict) else None
-
-
-def _check_world_size(path: Path, comm: Any) -> None:
-    """Refuse to resume a checkpoint of a run with another number of processes.
-
-    Raises:
-        ConfigError: naming both numbers.
-    """
-    progress = _progress(path)
-    saved = 1 if progress is None else int(progress.get("world_size", 1))
-    if saved != comm.world_size:
-        raise ConfigError(
-            "--resume",
-            f"{path} was written by a run of {saved} process(es); resume it with "
-            f"{'mpiexec -n ' + str(saved) + ' ' if saved > 1 else ''}nnkit train, not with "
-            f"{comm.world_size} (each process's batches, and so the weights, would differ)",
-        )
-
-
-def _resume_line(path: Path, epochs: int) -> str:
-    """Where the checkpoint stands: ``resuming from PATH (...)`` or ``nothing to train``."""
-    progress = _progress(path)
-    if progress is None:
-        return f"resuming from {path}"
-    done, epoch, step = progress["epoch_done"], progress["epoch"], progress["step"]
-    if done and epoch + 1 >= epochs:
-        return f"nothing to train: the checkpoint has {epoch + 1} epochs, train.epochs={epochs}"
-    where = f"after epoch {epoch + 1}" if done else f"at epoch {epoch + 1}, step {step + 1}"
-    return f"resuming from {path} ({where})"
 
 
 def _report(run: _Run, history: Any) -> None:
