@@ -314,3 +314,12 @@ def test_save_load_then_initial_epoch_continues_exactly(tmp_path):
     second.fit(x, y, epochs=4, initial_epoch=2, **kwargs)
     for key, value in straight.state_dict().items():
         np.testing.assert_array_equal(second.state_dict()[key].numpy(), value.numpy())
+
+
+@pytest.mark.parametrize("crash_at", [4, 7, 12])
+def test_steps_per_epoch_spanning_loader_epochs(tmp_path, crash_at):
+    # 5 steps per epoch over a loader of 8 batches: epochs straddle the loader's epochs
+    kwargs = {"steps_per_epoch": 5}
+    straight = run(tmp_path, "a", fit_kwargs=kwargs)
+    resumed = run(tmp_path, "b", crash_at=crash_at, save_freq=3, fit_kwargs=kwargs)
+    assert_same(straight, resumed)
