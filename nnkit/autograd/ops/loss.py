@@ -17,7 +17,7 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.activation import log_softmax
 from nnkit.autograd.ops.elementwise import abs, clamp, log, softplus, where
-from nnkit.autograd.ops.indexing import gather, index_select
+from nnkit.autograd.ops.indexing import Gather, index_select
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -94,8 +94,9 @@ def _nll(input, target, weight, ignore_index, reduction, op):
     _check_weight(weight, n_classes, op)
     valid, safe = _valid_targets(target, n_classes, ignore_index, op)
     w = _target_weights(weight, safe, valid, input.dtype)
-    # a gather, not a one-hot product: 0 * -inf (a masked logit) would be NaN
-    picked = gather(input, cd, safe.unsqueeze(cd)).squeeze(cd)
+    # a gather, not a one-hot product: 0 * -inf (a masked logit) would be NaN; the
+    # Op itself, as _valid_targets has already checked the class range
+    picked = Gather.apply(input, cd, safe.unsqueeze(cd)).squeeze(cd)
     loss = -picked * w
     if reduction == "mean":
         return _safe_div(loss.sum(), w.sum()), valid, safe
