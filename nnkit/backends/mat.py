@@ -22,13 +22,14 @@ from sys import getrefcount
 import numpy as np
 
 from nnkit.backends.creation import MatCreationMixin
+from nnkit.backends.index_kernels import IndexKernelsMixin
 from nnkit.backends.nn_kernels import NNKernelsMixin
 from nnkit.backends.storage import Storage
 
 __all__ = ["ArrayMat"]
 
 
-class ArrayMat(MatCreationMixin, NNKernelsMixin):
+class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 
     __slots__ = ("array", "_storage", "__weakref__")
@@ -354,6 +355,10 @@ class ArrayMat(MatCreationMixin, NNKernelsMixin):
             # The sum over the count, as xp.mean computes it, without its Python wrapper
             # (which costs more than the arithmetic on small tensors).
             return self._new(a.sum(axis=axis, keepdims=keepdims) / n)
+        if not n and a.dtype.kind in "fc":  # the mean of nothing: NaN, quietly (torch)
+            out = self.xp.full(self.xp.sum(a, axis=axis, keepdims=keepdims).shape, np.nan,
+                               dtype=a.dtype)
+            return self._new(out)
         return self._new(self.xp.mean(a, axis=axis, keepdims=keepdims))
 
     def prod(self, axis=None, keepdims=False):
@@ -452,113 +457,6 @@ class ArrayMat(MatCreationMixin, NNKernelsMixin):
 
     def flip(self, axis):
         return self._view(self.xp.flip(self.array, axis))
-
-    # ----------------------------------------------------------------- indexing
-    def _index(self, idx):
-        return tuple(i.array if isinstance(i, ArrayMat) else i for i in idx)
-
-    @staticmethod
-    def is_basic_index(idx) -> bool:
-        return not any(isinstance(i, ArrayMat) for i in idx)
-
-    def getitem(self, idx):
-        """``array[idx]``: a view for basic indices, a copy for advanced ones."""
-        if self.is_basic_index(idx):
-            return self._view(self.array[idx])
-        return self._new(self.array[self._index(idx)])
-
-    def index_put(self, idx, values, accumulate=False):
-        """A copy of this Mat with ``values`` written (or added) at ``idx``."""
-        out = self.xp.array(self.array, copy=True)
-        ix = self._index(idx)
-        if accumulate and not self.is_basic_index(idx):
-            self._add_at(out, ix, values.array)
-        elif accumulate:
-            out[ix] += values.array
-        else:
-            out[ix] = values.array
-        return self._new(out)
-
-    def _add_at(self, out, ix, values):
-        self.xp.add.at(out, ix, values)
-
-    def nonzero(self):
-        return tuple(self._new(a) for a in self.xp.nonzero(self.array))
-
-    def take(self, indices, axis):
-        return self._new(self.xp.take(self.array, indices.array, axis=axis))
-
-    def take_along_axis(self, indices, axis):
-        return self._new(self.xp.take_along_axis(self.array, indices.array, axis))
-
-    def _full_index(self, indices, axis):
-        """Index tuple addressing ``indices`` along ``axis`` and position elsewhere.
-
-        Positions are ``arange`` columns shaped to broadcast against ``indices`` (an
-        open grid; ``xp.ogrid`` builds the same at several times the cost).
-        """
-        arange = self.xp.arange
-        shape = indices.shape
-        ones = (1,) * len(shape)
-        return tuple(indices.array if k == axis else
-                     arange(n).reshape(ones[:k] + (n,) + ones[k + 1:])
-                     for k, n in enumerate(shape))
-
-    def gather(self, axis, indices):
-        """Values at ``indices`` along ``axis`` (``torch.gather`` semantics)."""
-        return self._new(self.array[self._full_index(indices, axis)])
-
-    def gather_grad(self, shape, axis, indices):
-        """Zeros of ``shape`` with this Mat added at ``indices`` along ``axis`` (repeats
-        add up): the adjoint of :meth:`gather`."""
-        out = self.xp.zeros(shape, self.array.dtype)
-        self._add_at(out, self._full_index(indices, axis), self.array)
-        return self._new(out)
-
-    def scatter_add(self, axis, indices, src):
-        """A copy of this Mat with ``src`` added at ``indices`` along ``axis``."""
-        out = self.xp.array(self.array, copy=True)
-        n = indices.shape
-        s = src.array[tuple(slice(0, k) for k in n)]
-        self._add_at(out, self._full_index(indices, axis), s)
-        return self._new(out)
-
-    def index_add(self, axis, indices, src):
-        """A copy with ``src`` slices added at ``indices`` (1-d) along ``axis``."""
-        out = self.xp.array(self.array, copy=True)
-        ix = (slice(None),) * axis + (indices.array,)
-        self._add_at(out, ix, src.array)
-        return self._new(out)
-
-    def repeat(self, repeats, axis):
-        return self._new(self.xp.repeat(self.array, repeats, axis=axis))
-
-    def tile(self, reps):
-        return self._new(self.xp.tile(self.array, reps))
-
-    def tril(self, k=0):
-        return self._new(self.xp.tril(self.array, k))
-
-    def triu(self, k=0):
-        return self._new(self.xp.triu(self.array, k))
-
-    def pad(self, pad_width, value=0.0, mode="constant"):
-        if mode == "constant":
-            return self._new(self.xp.pad(self.array, pad_width, mode="constant",
-                                         constant_values=value))
-        return self._new(self.xp.pad(self.array, pad_width, mode=mode))
-
-    @classmethod
-    def concatenate(cls, mats, axis):
-        return cls(cls.xp.concatenate([m.array for m in mats], axis=axis))
-
-    @classmethod
-    def stack(cls, mats, axis):
-        return cls(cls.xp.stack([m.array for m in mats], axis=axis))
-
-    @classmethod
-    def result_type(cls, *dtypes):
-        return np.result_type(*dtypes)
 
     # ---------------------------------------------------------------- in place
     # Each writes into this Mat's memory and bumps its Storage's version.

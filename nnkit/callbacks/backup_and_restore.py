@@ -203,9 +203,10 @@ class BackupAndRestore(Callback):
         """
         from nnkit import io
 
+        state = self.model._fit_state
+        progress = state.progress()  # in a data-parallel run, a collective on every rank
         if not self._is_chief():
             return None
-        state = self.model._fit_state
         if not self._finite():
             warnings.warn(f"WARNING: no checkpoint written at epoch {state.epoch + 1}, step "
                           f"{state.step + 1}: the weights hold NaN or infinite values",
@@ -220,7 +221,7 @@ class BackupAndRestore(Callback):
         io.save_checkpoint(path, model=self.model, optimizer=self.model.optimizer,
                            epoch=state.epoch, step=state.global_step, loader=self._loader(),
                            callbacks=state.callbacks.keyed(),
-                           extra={"fit": state.progress()}, config=self.config)
+                           extra={"fit": progress}, config=self.config)
         if in_rotation:
             for old in self.backups(self.backup_dir)[self.keep:]:
                 with contextlib.suppress(FileNotFoundError):

@@ -66,7 +66,7 @@ def resume_point(resume: str | None, checkpoints: Path) -> Path | None:
 # Keys that may change on resume without --allow-change: they alter neither the model,
 # the data nor the loss.
 _FREE_KEYS = ("train.epochs", "train.verbose", "train.stop_on_nonfinite", "callbacks",
-              "output", "device")
+              "output", "device", "distributed.timeout")
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -20,6 +20,7 @@ __all__ = [
     "DATASETS",
     "MODEL",
     "TRAIN",
+    "DISTRIBUTED",
     "OUTPUT",
     "CLASSIFICATION_LOSSES",
 ]
@@ -76,6 +77,7 @@ TOP: dict[str, Field] = {
     "train": Field(("dict",), None),
     "callbacks": Field(("list", "null"), None),
     "output": Field(("dict",), None),
+    "distributed": Field(("dict",), None),
 }
 
 DATA_COMMON: dict[str, Field] = {
@@ -132,6 +134,13 @@ TRAIN: dict[str, Field] = {
     "verbose": Field(("int",), 2, _verbosity),
     # stop with exit 1 at the first NaN/inf loss (no checkpoint of non-finite weights)
     "stop_on_nonfinite": Field(("bool",), True),
+}
+
+DISTRIBUTED: dict[str, Field] = {
+    # under mpiexec: BatchNorm layers use the statistics of the whole global batch
+    "sync_batchnorm": Field(("bool",), False),
+    # seconds a rank waits in a collective for the others before the job is aborted
+    "timeout": Field(("float",), 1800.0, _positive),
 }
 
 OUTPUT: dict[str, Field] = {

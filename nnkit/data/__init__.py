@@ -33,6 +33,7 @@ from nnkit.data.datasets import (
 )
 from nnkit.data.sampler import (
     BatchSampler,
+    DistributedBatchSampler,
     DistributedSampler,
     RandomSampler,
     Sampler,
@@ -45,6 +46,7 @@ from nnkit.data.worker import WorkerError, WorkerInfo, get_worker_info, sample_r
 
 __all__ = [
     "BatchSampler",
+    "DistributedBatchSampler",
     "Compose",
     "ConcatDataset",
     "DataLoader",

@@ -10,7 +10,7 @@ import numpy as np
 
 from nnkit.data.dataset import SampleBatch, _is_tensor
 
-__all__ = ["default_collate"]
+__all__ = ["default_collate", "empty_like_batch"]
 
 
 def default_collate(batch: Sequence[Any]) -> Any:
@@ -110,3 +110,25 @@ def _stack_tensors(samples: list, where: str) -> Any:
             f"default_collate: cannot stack Tensors of different shapes {sorted(shapes)} at {where}"
         )
     return nnkit.stack(samples, dim=0)
+
+
+def empty_like_batch(batch: Any) -> Any:
+    """``batch`` with zero samples: every array and Tensor cut to length 0 along its
+    first axis, lists emptied, the structure (and dtypes, trailing shapes) kept.
+
+    What a data-parallel rank whose share of a short last batch is empty receives.
+
+    Example:
+        >>> empty_like_batch((np.zeros((1, 3)), np.array([2])))[0].shape
+        (0, 3)
+    """
+    if isinstance(batch, Mapping):
+        return {key: empty_like_batch(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        parts = [empty_like_batch(value) for value in batch]
+        return type(batch)(*parts) if hasattr(batch, "_fields") else tuple(parts)
+    if isinstance(batch, list):
+        return []
+    if isinstance(batch, np.ndarray) or _is_tensor(batch):
+        return batch[:0]
+    raise TypeError(f"cannot make an empty batch like a {type(batch).__name__}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from nnkit.data.collate import default_collate
+from nnkit.data.collate import default_collate, empty_like_batch
 from nnkit.data.dataset import Dataset, IterableDataset, draw_seed
 from nnkit.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from nnkit.data.worker import (
@@ -196,6 +196,9 @@ class DataLoader:
 
     def _fetch_batch(self, batch_index: int, indices: Any) -> Any:
         indices = np.asarray(indices, dtype=np.int64)
+        if indices.size == 0 and len(self.dataset):
+            # an empty share of a data-parallel batch: the structure of a real batch
+            return empty_like_batch(self._fetch_batch(batch_index, np.zeros(1, np.int64)))
         getitems = getattr(self.dataset, "__getitems__", None)
         try:
             samples = self._samples(indices) if getitems is None else getitems(indices)
@@ -238,10 +241,10 @@ class DataLoader:
         """The loader's position, for checkpoints.
 
         Returns:
-            ``{"epoch": int, "position": int, "seed": int}`` (plus ``"sampler"`` when
-            the sampler has a ``state_dict``): the epoch in progress, the number of
-            its batches already yielded, and the seed. At the end of an epoch it
-            points at the start of the next one.
+            ``{"epoch": int, "position": int, "seed": int}`` (plus ``"sampler"`` and
+            ``"batch_sampler"`` when they have a non-empty ``state_dict``): the epoch
+            in progress, the number of its batches already yielded, and the seed. At
+            the end of an epoch it points at the start of the next one.
 
         Example:
             >>> loader = DataLoader(TensorDataset(np.arange(6)), batch_size=2)
@@ -255,6 +258,8 @@ class DataLoader:
         state = {"epoch": epoch, "position": position, "seed": self.seed}
         if hasattr(self.sampler, "state_dict"):
             state["sampler"] = self.sampler.state_dict()
+        if hasattr(self.batch_sampler, "state_dict") and self.batch_sampler.state_dict():
+            state["batch_sampler"] = self.batch_sampler.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
@@ -282,6 +287,8 @@ class DataLoader:
             self.sampler.load_state_dict(state["sampler"])
         elif self._owns_sampler and isinstance(self.sampler, RandomSampler):
             self.sampler.seed = self.seed
+        if "batch_sampler" in state and hasattr(self.batch_sampler, "load_state_dict"):
+            self.batch_sampler.load_state_dict(state["batch_sampler"])
         self._epoch, self._position, self._started, self._token = epoch, position, False, None
 
     def __repr__(self) -> str:

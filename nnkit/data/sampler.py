@@ -20,6 +20,7 @@ from nnkit.data.dataset import draw_seed
 
 __all__ = [
     "BatchSampler",
+    "DistributedBatchSampler",
     "DistributedSampler",
     "RandomSampler",
     "Sampler",
@@ -306,3 +307,56 @@ class BatchSampler(Sampler):
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return math.ceil(len(self.sampler) / self.batch_size)
+
+
+class DistributedBatchSampler(BatchSampler):
+    """This rank's share of each *global* batch: the same batches as one process, split.
+
+    The global batches are those a :class:`BatchSampler` makes of ``sampler`` on one
+    process; rank ``r`` of ``num_replicas`` takes ``batch[r::num_replicas]`` of each.
+    Nothing is repeated or dropped (unlike :class:`DistributedSampler`, which pads), so
+    the ranks' shares of a step together are exactly one process's batch, and every
+    rank takes the same number of steps. A last batch smaller than ``num_replicas``
+    leaves some ranks an *empty* share: they still take the step (a data-parallel
+    ``fit`` weights every rank's gradient by its number of samples).
+
+    Args:
+        sampler: the order of one process (e.g. a :class:`RandomSampler` with the seed
+            every rank agrees on); it must give every rank the same order.
+        batch_size: the global batch size.
+        drop_last: drop the last global batch if it is smaller than ``batch_size``.
+        num_replicas: the number of processes.
+        rank: this process's rank, ``0 <= rank < num_replicas``.
+
+    Raises:
+        ValueError: if ``num_replicas``, ``rank`` or ``batch_size`` are out of range.
+
+    Example:
+        >>> shares = DistributedBatchSampler(SequentialSampler(range(5)), 4, False, 2, 1)
+        >>> [b.tolist() for b in shares]
+        [[1, 3], []]
+    """
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool,
+                 num_replicas: int, rank: int) -> None:
+        super().__init__(sampler, batch_size, drop_last)
+        if not isinstance(num_replicas, int) or num_replicas < 1:
+            raise ValueError("DistributedBatchSampler: num_replicas must be a positive "
+                             f"integer, got {num_replicas}")
+        if not isinstance(rank, int) or not 0 <= rank < num_replicas:
+            raise ValueError(f"DistributedBatchSampler: invalid rank {rank}, rank should be in "
+                             f"the interval [0, {num_replicas - 1}]")
+        self.num_replicas, self.rank = num_replicas, rank
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for batch in super().__iter__():
+            yield batch[self.rank :: self.num_replicas]
+
+    def state_dict(self) -> dict:
+        """The wrapped sampler's state (its seed and epoch), if it has one."""
+        return self.sampler.state_dict() if hasattr(self.sampler, "state_dict") else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`."""
+        if state and hasattr(self.sampler, "load_state_dict"):
+            self.sampler.load_state_dict(state)

@@ -78,6 +78,11 @@ class GradientSync:
     def __init__(self, parameters: Iterable[Tensor], comm: Communicator) -> None:
         self.comm = comm
         self.parameters = _unique(parameters)
+        #: The number of samples behind this rank's gradient in the coming backward, or
+        #: None. With it, the gradients are averaged weighted by the ranks' counts (the
+        #: gradient of the mean loss over every rank's samples, when ranks hold unequal
+        #: shares of a batch; a rank with 0 samples contributes nothing), else plainly.
+        self.weight: float | None = None
         self._ready: set[int] = set()
         self._enabled = True
         self._handles = [
@@ -117,8 +122,18 @@ class GradientSync:
         return buckets
 
     def _sync_bucket(self, params: list[Tensor]) -> None:
-        flat = nnkit.cat([_flat_grad(p) for p in params])
-        self.comm.allreduce_(flat, op="mean")
+        if self.weight is None:
+            flat = nnkit.cat([_flat_grad(p) for p in params])
+            self.comm.allreduce_(flat, op="mean")
+        else:  # sum of (count x mean gradient) and of the counts, in one collective
+            one = nnkit.ones(1, dtype=params[0].dtype, device=params[0].device)
+            flat = nnkit.cat([*(_flat_grad(p) for p in params), one])
+            if self.weight:
+                flat.mul_(float(self.weight))
+            else:  # an empty share: its gradient is a mean of nothing (NaN or zeros)
+                flat.zero_()
+            self.comm.allreduce_(flat, op="sum")
+            flat = flat[:-1].div_(flat[-1:].clamp(min=1.0))
         offset = 0
         for p in params:
             n = p.numel()

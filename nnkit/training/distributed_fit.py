@@ -4,12 +4,14 @@
 ``mpiexec``, or given ``distributed=comm``) it asks a :class:`DistributedFit` to:
 
 * shard the training data: each rank iterates its part of every *global* batch
-  through a :class:`~nnkit.data.DistributedSampler` (``batch_size`` is the global
+  through a :class:`~nnkit.data.DistributedBatchSampler` (``batch_size`` is the global
   batch, Keras's convention; each rank takes ``batch_size / world_size`` samples), with
   the seed of rank 0, so the union of the ranks' batches is exactly the batch a
-  single process would draw with the same seed;
+  single process would draw with the same seed, for any dataset size: nothing is
+  padded or repeated, and a short last batch leaves some ranks fewer samples or none;
 * start every rank from rank 0's weights and average gradients after each backward
-  (:class:`~nnkit.distributed.GradientSync`);
+  (:class:`~nnkit.distributed.GradientSync`), each rank's weighted by its number of
+  samples in the batch, so the step is one process's step on the whole batch;
 * average the epoch's logs over all samples of all ranks, and make the ranks agree on
   ``stop_training``, so that callbacks (EarlyStopping, ReduceLROnPlateau, ...) take the
   same decisions everywhere;
@@ -28,6 +30,7 @@ from typing import Any
 
 from nnkit.data import (
     DataLoader,
+    DistributedBatchSampler,
     DistributedSampler,
     IterableDataset,
     RandomSampler,
@@ -76,6 +79,7 @@ class DistributedFit:
 
     def __init__(self, comm: Communicator) -> None:
         self.comm = comm
+        self._sync: GradientSync | None = None
 
     @property
     def is_chief(self) -> bool:
@@ -92,10 +96,12 @@ class DistributedFit:
         """This rank's loader over its shard of ``loader``'s batches.
 
         A :class:`DataLoader` over a map-style dataset, in order or shuffled by a
-        :class:`RandomSampler`, is rebuilt with a :class:`DistributedSampler` (rank 0's
-        seed) and ``batch_size / world_size``. One that already has a DistributedSampler,
-        one over an IterableDataset, or any other iterable is taken to yield this rank's
-        batches already and is returned as is.
+        :class:`RandomSampler`, is rebuilt with a :class:`DistributedBatchSampler`: the
+        global batches of one process with rank 0's seed, each split across the ranks
+        (``batch_size / world_size`` samples each; nothing repeated, so a last batch
+        may leave a rank fewer or none). One that already has a DistributedSampler or
+        DistributedBatchSampler, one over an IterableDataset, or any other iterable is
+        taken to yield this rank's batches already and is returned as is.
 
         Raises:
             ValueError: if the batch size is not divisible by the world size, or the
@@ -105,6 +111,7 @@ class DistributedFit:
             not isinstance(loader, DataLoader)
             or isinstance(loader.dataset, IterableDataset)
             or isinstance(loader.sampler, DistributedSampler)
+            or isinstance(loader.batch_sampler, DistributedBatchSampler)
         ):
             return loader
         shuffle, seed = self._order(loader)
@@ -114,19 +121,13 @@ class DistributedFit:
                 f"fit: batch_size={loader.batch_size} is the global batch and "
                 f"must be divisible by the {world} processes"
             )
-        sampler = DistributedSampler(
-            loader.dataset,
-            world,
-            self.comm.rank,
-            shuffle=shuffle,
-            seed=seed,
-            drop_last=loader.drop_last,
-        )
+        order = (RandomSampler(loader.dataset, seed=seed) if shuffle
+                 else SequentialSampler(loader.dataset))
+        shares = DistributedBatchSampler(order, loader.batch_size, loader.drop_last, world,
+                                         self.comm.rank)
         return DataLoader(
             loader.dataset,
-            loader.batch_size // world,
-            sampler=sampler,
-            drop_last=loader.drop_last,
+            batch_sampler=shares,
             collate_fn=loader.collate_fn,
             seed=seed,
             num_workers=loader.num_workers,
@@ -160,13 +161,25 @@ class DistributedFit:
     # --------------------------------------------------------------- replicas
     @contextlib.contextmanager
     def replicated(self, model: Any) -> Iterator[None]:
-        """Broadcast rank 0's weights, then average gradients until the block ends."""
+        """Broadcast rank 0's weights, then average gradients (and make this group the
+        one of the model's SyncBatchNorm layers) until the block ends."""
+        from nnkit.distributed.sync_batchnorm import fit_group  # a layer: imported on use
+
         broadcast_module(model, self.comm)
-        sync = GradientSync(model.parameters(), self.comm)
+        self._sync = GradientSync(model.parameters(), self.comm)
         try:
-            yield
+            with fit_group(model, self.comm, lambda: getattr(self._sync, "weight", None)):
+                yield
         finally:
-            sync.remove()
+            self._sync.remove()
+            self._sync = None
+
+    def set_batch_size(self, n: int) -> None:
+        """This rank's share of the coming global batch has ``n`` samples (maybe 0): its
+        gradient is weighted by ``n`` in the average, as one process's mean over the
+        whole batch would weight it."""
+        if self._sync is not None:
+            self._sync.weight = n
 
     def broadcast_buffers(self, model: Any) -> None:
         """Give every rank rank 0's buffers (e.g. BatchNorm's running statistics)."""

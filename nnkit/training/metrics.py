@@ -126,8 +126,10 @@ class MeanTracker:
     def update(self, logs: Mapping[str, Any], weight: float) -> None:
         """Add one batch's values, weighted by ``weight`` (its number of samples)."""
         for name, value in logs.items():
-            value = to_float(value)
-            self._totals[name] = self._totals.get(name, 0.0) + value * weight
+            # an empty batch (weight 0: a rank's empty share of a data-parallel batch)
+            # registers the name without its value, which is NaN for a mean of nothing
+            value = to_float(value) * weight if weight else 0.0
+            self._totals[name] = self._totals.get(name, 0.0) + value
             self._counts[name] = self._counts.get(name, 0.0) + weight
 
     def allreduce(self, comm: Any) -> None:

@@ -75,18 +75,31 @@ class FitState:
         return self.distributed is None or self.distributed.is_chief
 
     def progress(self) -> dict[str, Any]:
-        """The loop's position and the epoch's running sums, for a checkpoint."""
+        """The loop's position and the epoch's running sums, for a checkpoint.
+
+        In a data-parallel run every rank must call it at the same point: the running
+        sums of an unfinished epoch are those of all ranks together (a collective).
+        """
+        tracker = self.tracker
+        if self.distributed is not None and not self.epoch_done:  # else already reduced
+            tracker = MeanTracker()
+            tracker.load_state_dict(self.tracker.state_dict())
+            tracker.allreduce(self.distributed.comm)
         return {"epoch": self.epoch, "step": self.step, "global_step": self.global_step,
-                "epoch_done": self.epoch_done, "tracker": self.tracker.state_dict(),
+                "epoch_done": self.epoch_done, "tracker": tracker.state_dict(),
                 "world_size": 1 if self.distributed is None else self.distributed.size}
 
     def load_progress(self, progress: dict[str, Any]) -> None:
-        """Restore :meth:`progress` (the loader is restored separately)."""
+        """Restore :meth:`progress` (the loader is restored separately). In a
+        data-parallel run rank 0 takes the saved sums of all ranks, the others none."""
         self.epoch, self.step = int(progress["epoch"]), int(progress["step"])
         self.global_step, self.epoch_done = int(progress["global_step"]), bool(
             progress["epoch_done"])
+        saved = progress["tracker"]
+        if not self.is_chief and not self.epoch_done:
+            saved = {part: dict.fromkeys(saved[part], 0.0) for part in ("totals", "counts")}
         self.tracker = MeanTracker()
-        self.tracker.load_state_dict(progress["tracker"])
+        self.tracker.load_state_dict(saved)
         if self.data is not None:
             self.data.reset()
 
@@ -466,8 +479,10 @@ class Trainer:
         for step, batch in data.epoch(start=state.step + 1):
             cbs.on_train_batch_begin(step)
             batch = self._to_device(batch)
-            state.tracker.update(self.train_step(batch),
-                                 da.batch_size_of(da.unpack_batch(batch)[0]))
+            size = da.batch_size_of(da.unpack_batch(batch)[0])
+            if state.distributed is not None:
+                state.distributed.set_batch_size(size)
+            state.tracker.update(self.train_step(batch), size)
             state.step, state.global_step = step, state.global_step + 1
             cbs.on_train_batch_end(step, state.tracker.result())
             self._check_interrupt(cbs)

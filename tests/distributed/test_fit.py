@@ -39,6 +39,56 @@ def test_fit_equals_one_process_over_the_same_global_batches(world):
         np.testing.assert_allclose(results[0][1][name], values, rtol=1e-5, err_msg=name)
 
 
+@pytest.mark.parametrize("world, n", [(2, 257), (2, 33), (3, 50), (3, 61), (4, 39)])
+def test_fit_equals_one_process_for_any_dataset_size(world, n):
+    # the last global batch splits unevenly (n % batch < world leaves some ranks no
+    # sample at all): nothing is padded or repeated and each rank's gradient counts
+    # by its number of samples, so the step is one process's step on the whole batch
+    x, y = problem(n=n)
+    kwargs = dict(batch_size=8 * world, epochs=3, seed=5, validation_data=problem(n=11, seed=2))
+    results = fit_on_ranks(world, x, y, **kwargs)
+    reference = mlp(7)
+    expected = reference.fit(x, y, verbose=0, **kwargs).history
+    for w, history in results:
+        assert_same(w, results[0][0])
+        assert history == results[0][1]
+    assert_same(results[0][0], weights(reference), atol=1e-6)
+    for name, values in expected.items():
+        np.testing.assert_allclose(results[0][1][name], values, rtol=1e-5, err_msg=name)
+
+
+def test_ranks_share_each_global_batch_without_repeats():
+    order = nnkit.data.RandomSampler(range(29), seed=4)
+    single = [b.tolist() for b in nnkit.data.BatchSampler(order, 12, False)]
+    shares = [list(nnkit.data.DistributedBatchSampler(order, 12, False, 3, r)) for r in range(3)]
+    assert [len(s) for s in shares] == [len(single)] * 3  # every rank takes every step
+    for step, batch in enumerate(single):
+        parts = [shares[r][step].tolist() for r in range(3)]
+        assert sorted(sum(parts, [])) == sorted(batch)
+    assert [len(shares[r][-1]) for r in range(3)] == [2, 2, 1]
+    tail = list(nnkit.data.DistributedBatchSampler(order, 12, False, 8, 7))[-1]
+    assert tail.size == 0  # 5 samples in the last batch: rank 7 of 8 has none
+    dropped = nnkit.data.DistributedBatchSampler(order, 12, True, 3, 0)
+    assert len(dropped) == len(list(dropped)) == 2
+
+
+def test_an_empty_share_keeps_the_batch_structure():
+    class Pairs(nnkit.data.Dataset):  # no __getitems__: collated sample by sample
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return {"x": np.full(3, i, np.float32), "y": i}
+
+    order = nnkit.data.SequentialSampler(range(5))
+    loader = DataLoader(Pairs(), batch_sampler=nnkit.data.DistributedBatchSampler(
+        order, 4, False, 2, 1))
+    first, last = list(loader)
+    assert first["x"].shape == (2, 3) and first["y"].tolist() == [1, 3]
+    assert last["x"].shape == (0, 3) and last["x"].dtype == np.float32
+    assert last["y"].shape == (0,)
+
+
 def test_ranks_agree_on_the_shuffling_seed():
     x, y = problem(n=32)
     results = fit_on_ranks(2, x, y, batch_size=8, epochs=1, seed=None)
@@ -100,6 +150,35 @@ class StopOnRank(Callback):
         self.batches += 1
         if self.comm.rank == self.rank and batch == 1:
             self.model.stop_training = True
+
+
+def test_a_run_stopped_mid_epoch_resumes_exactly_history_included(tmp_path):
+    # 45 samples, global batch 12: the last batch splits 2 + 1 (world 2); the backup
+    # after step 2 of epoch 1 holds the epoch's running sums of both ranks
+    x, y = problem(n=45)
+    backup = tmp_path / "backup"
+
+    class Crash(Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if self.model._fit_state.global_step == 6:
+                raise RuntimeError("simulated crash")
+
+    def work(comm, crash):
+        model = mlp(comm.rank)
+        callbacks = [BackupAndRestore(backup, save_freq=1)] + ([Crash()] if crash else [])
+        history = model.fit(x, y, batch_size=12, epochs=3, verbose=0, seed=1,
+                            callbacks=callbacks, distributed=comm)
+        return history.history, weights(model)
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        ThreadGroup(2, timeout=20).run(work, True)
+    resumed = ThreadGroup(2).run(work, False)
+    straight = ThreadGroup(2).run(lambda comm: work(comm, False) if not backup.exists()
+                                  else None)
+    assert not backup.exists() and straight[0] is not None
+    for (h, w), (h_ref, w_ref) in zip(resumed, straight):
+        assert_same(w, w_ref)
+        assert h == h_ref
 
 
 def test_a_stop_requested_by_one_rank_stops_all():

@@ -66,7 +66,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ShapeError(f"batch_norm: {name} must have shape ({c},) for input "
                              f"{tuple(input.shape)}, got {tuple(t.shape)}")
     dims = (0,) + tuple(range(2, input.ndim))
-    if training:
+    if training and input.numel() == 0 and c:
+        # an empty batch (a data-parallel rank's share of a short last batch): an empty
+        # result and unchanged running statistics, as torch
+        out = input.clone()
+    elif training:
         n = input.numel() // c
         if n <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "

@@ -154,7 +154,7 @@ class _ArgExtreme(Op):
 
     @classmethod
     def forward(cls, ctx, x, dim, keepdim):
-        if x.size == 0:
+        if x.size == 0 and (dim is None or x.shape[dim] == 0):  # torch: (0, 3) -> (0,)
             raise RuntimeError("argmax/argmin: cannot reduce an empty tensor")
         f = x.argmax if cls.is_max else x.argmin
         if dim is None:
