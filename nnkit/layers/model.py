@@ -12,6 +12,8 @@ from collections.abc import Callable
 from nnkit.autograd.factories import zeros
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.dtypes import int64
+from nnkit.layers.embedding import Embedding
 from nnkit.layers.module import Module
 from nnkit.training.trainer import Trainer
 
@@ -44,6 +46,47 @@ class Model(Trainer, Module):
         >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
         >>> history = model.fit(x_train, y_train, epochs=5, validation_split=0.1)
     """
+
+    def build(self, input_shape: tuple | list) -> None:
+        """Build every lazily built layer for inputs of ``input_shape`` (Keras's ``build``).
+
+        A batch of one zero sample runs through the model (in eval mode, without
+        gradients), so ``count_params``, ``summary`` and ``load_weights`` work before any
+        data is seen. A subclass that creates its layers in its own ``build`` (the lazy
+        pattern, ``self.built = False``) overrides this.
+
+        Args:
+            input_shape: the input's shape, batch dimension included (``None`` or a
+                number), e.g. ``(None, 20)``; a list of shapes for several inputs.
+
+        Example:
+            >>> model = nnkit.Sequential([Dense(8), Dense(2)])
+            >>> model.build((None, 20)); model.count_params()
+            186
+        """
+        several = isinstance(input_shape, list) and all(
+            isinstance(s, (tuple, list)) for s in input_shape)
+        shapes = [tuple(s) for s in input_shape] if several else [tuple(input_shape)]
+        device, dtype = self._target()
+        first = next((m for m in self.modules() if not m._modules), None)
+        if isinstance(first, Embedding):  # token ids, not features
+            dtype = int64
+        inputs = [zeros(tuple(1 if d is None else int(d) for d in shape), device=device,
+                        dtype=dtype) for shape in shapes]
+        self.built = True
+        with self._mode(False), no_grad():
+            self.forward(*inputs)
+        self._sample_shape = shapes[0][1:]
+
+    def count_params(self) -> int:
+        """The number of parameters (Keras's ``count_params``).
+
+        Raises:
+            NotBuiltError: if a lazily built layer has not been built yet (call
+                :meth:`build` or the model on a batch first).
+        """
+        self.check_built()
+        return self._counts()[0]
 
     def summary(self, input_shape: tuple | None = None,
                 print_fn: Callable[[str], None] = print) -> None:

@@ -326,7 +326,7 @@ class Trainer:
         finally:
             self.train(was_training)
 
-    def _build_from(self, data: da.EpochIterator) -> None:
+    def _build_for_fit(self, data: da.EpochIterator) -> None:
         """Build lazy layers on the first batch, then create the optimizer (Keras order)."""
         x, _ = da.unpack_batch(self._to_device(data.peek()))
         if hasattr(x, "shape"):
@@ -416,7 +416,7 @@ class Trainer:
             train = dist.shard(train)
             callbacks, verbose = dist.callbacks(callbacks, verbose)
         data = da.EpochIterator(train, steps_per_epoch)
-        self._build_from(data)
+        self._build_for_fit(data)
         cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
                               steps=data.num_steps)
         self._fit_state = FitState(train, cbs, dist, data, epoch=initial_epoch - 1,
