@@ -10,11 +10,8 @@ logs over the epoch, weighting each batch by its size, and drives the callbacks.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import Any
-
-import numpy as np
 
 import nnkit
 from nnkit.autograd.grad_mode import no_grad
@@ -29,103 +26,10 @@ from nnkit.training.compile_utils import (
     resolve_metrics,
 )
 from nnkit.training.distributed_fit import DistributedFit, resolve_communicator
+from nnkit.training.fit_state import FitState, concat_outputs, num_steps, to_numpy
 from nnkit.training.metrics import MeanTracker
 
 __all__ = ["Trainer", "FitState"]
-
-
-@dataclass
-class FitState:
-    """Where a running ``fit`` is, and what callbacks may need from it.
-
-    ``BackupAndRestore`` reads it to take a resumable snapshot and writes it back on a
-    restore. The progress fields say which point of the run the model's current state
-    belongs to: after step ``step`` of epoch ``epoch`` (``epoch_done`` False), or after
-    the whole epoch, validation and its ``on_epoch_end`` callbacks (``epoch_done``).
-
-    Attributes:
-        loader: the training loader (its ``state_dict`` is checkpointed if it has one).
-        callbacks: the :class:`~nnkit.callbacks.CallbackList` of the call.
-        distributed: this rank's :class:`~nnkit.training.distributed_fit.DistributedFit`
-            in a data-parallel run, else None.
-        data: the epoch iterator over ``loader``.
-        epoch: the epoch in progress (or just finished), from 0.
-        step: the last finished step of ``epoch``, from 0 (-1: none yet).
-        global_step: training steps finished in the whole run, across resumes.
-        epoch_done: True once ``epoch`` has ended (``on_epoch_end`` ran).
-        tracker: the running means of the epoch's logs.
-        after_epoch_begin: a restore to apply right after the next ``on_epoch_begin``
-            (a mid-epoch resume re-opens its epoch first, then restores the state).
-    """
-
-    loader: Iterable
-    callbacks: Any
-    distributed: DistributedFit | None = None
-    data: Any = None
-    epoch: int = 0
-    step: int = -1
-    global_step: int = 0
-    epoch_done: bool = False
-    tracker: MeanTracker = field(default_factory=MeanTracker)
-    after_epoch_begin: Callable[[], None] | None = None
-
-    @property
-    def is_chief(self) -> bool:
-        """True unless this is a data-parallel run and this process is not rank 0."""
-        return self.distributed is None or self.distributed.is_chief
-
-    def progress(self) -> dict[str, Any]:
-        """The loop's position and the epoch's running sums, for a checkpoint.
-
-        In a data-parallel run every rank must call it at the same point: the running
-        sums of an unfinished epoch are those of all ranks together (a collective).
-        """
-        tracker = self.tracker
-        if self.distributed is not None and not self.epoch_done:  # else already reduced
-            tracker = MeanTracker()
-            tracker.load_state_dict(self.tracker.state_dict())
-            tracker.allreduce(self.distributed.comm)
-        return {"epoch": self.epoch, "step": self.step, "global_step": self.global_step,
-                "epoch_done": self.epoch_done, "tracker": tracker.state_dict(),
-                "world_size": 1 if self.distributed is None else self.distributed.size}
-
-    def load_progress(self, progress: dict[str, Any]) -> None:
-        """Restore :meth:`progress` (the loader is restored separately). In a
-        data-parallel run rank 0 takes the saved sums of all ranks, the others none."""
-        self.epoch, self.step = int(progress["epoch"]), int(progress["step"])
-        self.global_step, self.epoch_done = int(progress["global_step"]), bool(
-            progress["epoch_done"])
-        saved = progress["tracker"]
-        if not self.is_chief and not self.epoch_done:
-            saved = {part: dict.fromkeys(saved[part], 0.0) for part in ("totals", "counts")}
-        self.tracker = MeanTracker()
-        self.tracker.load_state_dict(saved)
-        if self.data is not None:
-            self.data.reset()
-
-
-def _to_numpy(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return type(value)(_to_numpy(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _to_numpy(v) for k, v in value.items()}
-    return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
-
-
-def _concat(batches: list) -> Any:
-    first = batches[0]
-    if isinstance(first, (tuple, list)):
-        return type(first)(_concat([b[i] for b in batches]) for i in range(len(first)))
-    if isinstance(first, dict):
-        return {k: _concat([b[k] for b in batches]) for k in first}
-    return np.concatenate(batches, axis=0)
-
-
-def _num_steps(loader: Iterable) -> int | None:
-    try:
-        return len(loader)
-    except TypeError:
-        return None
 
 
 class Trainer:
@@ -549,7 +453,7 @@ class Trainer:
         """
         self._require_compiled("evaluate")
         loader = da.make_loader(x, y, batch_size=batch_size, caller="evaluate")
-        cbs = self._callbacks(callbacks, verbose, steps=_num_steps(loader))
+        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader))
         logs = self._test_loop(loader, cbs)
         if return_dict:
             return logs
@@ -590,17 +494,17 @@ class Trainer:
             >>> probs = nnkit.softmax(nnkit.tensor(model.predict(x_test)), -1)
         """
         loader = da.make_loader(x, None, batch_size=batch_size, caller="predict")
-        cbs = self._callbacks(callbacks, verbose, steps=_num_steps(loader))
+        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader))
         outputs = []
         cbs.on_predict_begin()
         with self._mode(False), no_grad():
             for step, batch in enumerate(loader):
                 cbs.on_predict_batch_begin(step)
                 output = self.predict_step(self._to_device(batch))
-                outputs.append(_to_numpy(output))
+                outputs.append(to_numpy(output))
                 cbs.on_predict_batch_end(step, {"outputs": output})
         cbs.on_predict_end()
-        return _concat(outputs)
+        return concat_outputs(outputs)
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str) -> None:

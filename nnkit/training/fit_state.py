@@ -1,0 +1,110 @@
+"""``FitState``: where a running ``fit`` is (what checkpoints and callbacks read), and
+small helpers of the loops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nnkit.autograd.tensor import Tensor
+from nnkit.training.distributed_fit import DistributedFit
+from nnkit.training.metrics import MeanTracker
+
+__all__ = ["FitState", "to_numpy", "concat_outputs", "num_steps"]
+
+
+@dataclass
+class FitState:
+    """Where a running ``fit`` is, and what callbacks may need from it.
+
+    ``BackupAndRestore`` reads it to take a resumable snapshot and writes it back on a
+    restore. The progress fields say which point of the run the model's current state
+    belongs to: after step ``step`` of epoch ``epoch`` (``epoch_done`` False), or after
+    the whole epoch, validation and its ``on_epoch_end`` callbacks (``epoch_done``).
+
+    Attributes:
+        loader: the training loader (its ``state_dict`` is checkpointed if it has one).
+        callbacks: the :class:`~nnkit.callbacks.CallbackList` of the call.
+        distributed: this rank's :class:`~nnkit.training.distributed_fit.DistributedFit`
+            in a data-parallel run, else None.
+        data: the epoch iterator over ``loader``.
+        epoch: the epoch in progress (or just finished), from 0.
+        step: the last finished step of ``epoch``, from 0 (-1: none yet).
+        global_step: training steps finished in the whole run, across resumes.
+        epoch_done: True once ``epoch`` has ended (``on_epoch_end`` ran).
+        tracker: the running means of the epoch's logs.
+        after_epoch_begin: a restore to apply right after the next ``on_epoch_begin``
+            (a mid-epoch resume re-opens its epoch first, then restores the state).
+    """
+
+    loader: Iterable
+    callbacks: Any
+    distributed: DistributedFit | None = None
+    data: Any = None
+    epoch: int = 0
+    step: int = -1
+    global_step: int = 0
+    epoch_done: bool = False
+    tracker: MeanTracker = field(default_factory=MeanTracker)
+    after_epoch_begin: Callable[[], None] | None = None
+
+    @property
+    def is_chief(self) -> bool:
+        """True unless this is a data-parallel run and this process is not rank 0."""
+        return self.distributed is None or self.distributed.is_chief
+
+    def progress(self) -> dict[str, Any]:
+        """The loop's position and the epoch's running sums, for a checkpoint.
+
+        In a data-parallel run every rank must call it at the same point: the running
+        sums of an unfinished epoch are those of all ranks together (a collective).
+        """
+        tracker = self.tracker
+        if self.distributed is not None and not self.epoch_done:  # else already reduced
+            tracker = MeanTracker()
+            tracker.load_state_dict(self.tracker.state_dict())
+            tracker.allreduce(self.distributed.comm)
+        return {"epoch": self.epoch, "step": self.step, "global_step": self.global_step,
+                "epoch_done": self.epoch_done, "tracker": tracker.state_dict(),
+                "world_size": 1 if self.distributed is None else self.distributed.size}
+
+    def load_progress(self, progress: dict[str, Any]) -> None:
+        """Restore :meth:`progress` (the loader is restored separately). In a
+        data-parallel run rank 0 takes the saved sums of all ranks, the others none."""
+        self.epoch, self.step = int(progress["epoch"]), int(progress["step"])
+        self.global_step, self.epoch_done = int(progress["global_step"]), bool(
+            progress["epoch_done"])
+        saved = progress["tracker"]
+        if not self.is_chief and not self.epoch_done:
+            saved = {part: dict.fromkeys(saved[part], 0.0) for part in ("totals", "counts")}
+        self.tracker = MeanTracker()
+        self.tracker.load_state_dict(saved)
+        if self.data is not None:
+            self.data.reset()
+
+
+def to_numpy(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+
+
+def concat_outputs(batches: list) -> Any:
+    first = batches[0]
+    if isinstance(first, (tuple, list)):
+        return type(first)(concat_outputs([b[i] for b in batches]) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {k: concat_outputs([b[k] for b in batches]) for k in first}
+    return np.concatenate(batches, axis=0)
+
+
+def num_steps(loader: Iterable) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:
+        return None
