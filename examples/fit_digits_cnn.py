@@ -34,7 +34,7 @@ def main(epochs: int = 10, seed: int = 0, verbose: int = 1) -> dict:
               callbacks=[EarlyStopping(monitor="val_loss", patience=3,
                                        restore_best_weights=True)],
               verbose=verbose, seed=seed)
-    result = model.evaluate(data.x_test, data.y_test, verbose=0)
+    result = model.evaluate(data.x_test, data.y_test, verbose=0, return_dict=True)
     if verbose:
         model.summary()
         print(f"test accuracy: {result['accuracy']:.4f}")

@@ -23,7 +23,9 @@ class ModelCheckpoint(Callback):
         verbose: 1 prints a line for each save.
         save_best_only: save only when ``monitor`` improves on the best so far.
         save_weights_only: save the weights (``Model.save_weights``) rather than a full
-            checkpoint (``Model.save``: weights, optimizer and compile config).
+            checkpoint (``Model.save``: weights, optimizer and compile config). A
+            ``filepath`` ending in ``.weights.h5`` (Keras's name for a weights file)
+            always saves the weights only.
         mode: ``'min'``, ``'max'`` or ``'auto'`` (``'max'`` for accuracy-like names).
         save_freq: ``'epoch'``, or an integer: save every that many batches.
         initial_value_threshold: a value the first saved ``monitor`` must beat.
@@ -48,7 +50,8 @@ class ModelCheckpoint(Callback):
             raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive "
                              f"integer; received {save_freq!r}")
         self.filepath, self.monitor, self.verbose = os.fspath(filepath), monitor, verbose
-        self.save_best_only, self.save_weights_only = save_best_only, save_weights_only
+        self.save_best_only = save_best_only
+        self.save_weights_only = save_weights_only or self.filepath.endswith(".weights.h5")
         self.save_freq = save_freq
         self.compare = MonitorComparison(monitor,
                                          resolve_mode(mode, monitor, "ModelCheckpoint"))

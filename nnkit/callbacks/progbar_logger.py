@@ -21,7 +21,9 @@ class ProgbarLogger(Callback):
     """Shows progress on standard output; added by ``fit``/``evaluate``/``predict``.
 
     With ``verbose=1`` each epoch gets a tqdm bar (steps done, rate, running logs) that
-    stays on screen when the epoch ends; ``verbose=2`` prints one line per epoch;
+    stays on screen when the epoch ends; ``verbose=2`` prints one line per epoch
+    (``Epoch 3/5 - 32/32 - 1.2s - loss: ...``: no carriage returns, so a redirected log
+    stays clean; ``verbose='auto'`` picks it when standard output is not a terminal);
     ``verbose=0`` adds no logger at all. Validation inside ``fit`` shows no bar of its
     own: its ``val_*`` logs appear on the epoch's line.
 
@@ -37,13 +39,14 @@ class ProgbarLogger(Callback):
         self._bar: Any = None
         self._in_fit = False
         self._start = 0.0
+        self._seen = 0
 
     @property
     def _verbose(self) -> int:
         return int(self.params.get("verbose", 1))
 
     def _open(self, desc: str) -> None:
-        self._start = time.perf_counter()
+        self._start, self._seen = time.perf_counter(), 0
         if self._verbose == 1:
             from tqdm import tqdm
 
@@ -55,6 +58,7 @@ class ProgbarLogger(Callback):
                                if isinstance(v, float)}, refresh=refresh)
 
     def _advance(self, logs: dict | None) -> None:
+        self._seen += 1
         if self._bar is not None:
             self._postfix(logs, refresh=False)
             self._bar.update(1)
@@ -66,7 +70,10 @@ class ProgbarLogger(Callback):
             self._bar = None
         elif self._verbose == 2:
             seconds = time.perf_counter() - self._start
-            print(f"{title} - {seconds:.1f}s - {format_logs(logs)}", file=sys.stdout, flush=True)
+            steps = self.params.get("steps")
+            parts = [title, f"{self._seen}/{steps if steps is not None else self._seen}",
+                     f"{seconds:.1f}s"] + ([format_logs(logs)] if logs else [])
+            print(" - ".join(parts), file=sys.stdout, flush=True)
 
     def on_train_begin(self, logs=None):
         self._in_fit = True

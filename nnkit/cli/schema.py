@@ -140,7 +140,8 @@ DISTRIBUTED: dict[str, Field] = {
     # under mpiexec: BatchNorm layers use the statistics of the whole global batch
     "sync_batchnorm": Field(("bool",), False),
     # seconds a rank waits in a collective for the others before the job is aborted
-    "timeout": Field(("float",), 1800.0, _positive),
+    # (null: $NNKIT_DISTRIBUTED_TIMEOUT, else 1800)
+    "timeout": Field(("float", "null"), None, _positive),
 }
 
 OUTPUT: dict[str, Field] = {

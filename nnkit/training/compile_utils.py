@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nnkit import optim
+from nnkit.autograd.factories import as_tensor
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import loss as losses
@@ -194,27 +195,35 @@ class CompileConfig:
             "loss_weights": None if self.loss_weights is None else list(self.loss_weights),
             "metrics": [name for name, _ in self.metrics]})
 
-    def compute_loss(self, y: Any, y_pred: Any) -> Tensor:
+    def compute_loss(self, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
         """The loss of one batch: ``loss(y_pred, y)``, or the weighted sum over outputs.
 
+        With ``sample_weight`` (one weight per sample), each output's loss is Keras's
+        ``sum_over_batch_size`` of the weighted per-sample losses: ``sum(w_i * l_i) / N``,
+        where ``l_i`` is sample ``i``'s loss averaged over its other dimensions.
+
         Raises:
-            ValueError: if there is no loss or no target, or a list of losses does not
-                match the number of outputs.
+            ValueError: if there is no loss or no target, a list of losses does not
+                match the number of outputs, or sample weights meet a loss that cannot
+                give one value per sample.
         """
         if self.loss is None:
             raise ValueError("No loss to compute: pass loss=... to compile(), or override "
                              "train_step()/compute_loss()")
         if y is None:
             raise ValueError("The batch has no targets: fit/evaluate need y (or (x, y) batches)")
+        def one(fn: Callable, p: Any, t: Any) -> Tensor:
+            return fn(p, t) if sample_weight is None else weighted_loss(fn, p, t, sample_weight)
+
         if not isinstance(self.loss, list):
-            loss = self.loss(y_pred, y)
+            loss = one(self.loss, y_pred, y)
             return loss if self.loss_weights is None else loss * self.loss_weights[0]
         preds, targets = _as_tuple(y_pred), _as_tuple(y)
         if not len(preds) == len(targets) == len(self.loss):
             raise ValueError(f"compile() got {len(self.loss)} losses but the model returned "
                              f"{len(preds)} outputs for {len(targets)} targets")
         weights = self.loss_weights or [1.0] * len(preds)
-        terms = [w * fn(p, t) for w, fn, p, t in zip(weights, self.loss, preds, targets)]
+        terms = [w * one(fn, p, t) for w, fn, p, t in zip(weights, self.loss, preds, targets)]
         return sum(terms[1:], terms[0])
 
     def compute_metrics(self, y: Any, y_pred: Any) -> dict[str, Any]:
@@ -224,6 +233,39 @@ class CompileConfig:
         y_pred, y = _as_tuple(y_pred)[0], _as_tuple(y)[0]
         with no_grad():
             return {name: fn(y_pred.detach(), y) for name, fn in self.metrics}
+
+
+def weighted_loss(loss: Callable, y_pred: Tensor, y_true: Any, sample_weight: Any) -> Tensor:
+    """``sum(w_i * l_i) / N`` over the ``N`` samples of a batch (Keras's reduction).
+
+    ``l_i`` is sample ``i``'s loss, computed with ``reduction='none'`` (so ``loss`` must
+    be a loss named in ``compile`` or an nnkit loss module) and averaged over any
+    dimensions after the batch's.
+
+    Raises:
+        ValueError: if ``loss`` has no ``reduction``, or the weights do not match the
+            samples.
+    """
+    module = loss.loss if isinstance(loss, NamedLoss) else loss
+    if not isinstance(getattr(module, "reduction", None), str):
+        raise ValueError("sample_weight and class_weight need the loss of each sample: give "
+                         "compile() a loss by name or an nnkit loss module (one with "
+                         f"reduction=); got {_name_of(loss)}")
+    previous, module.reduction = module.reduction, "none"
+    try:
+        values = loss(y_pred, y_true)
+    finally:
+        module.reduction = previous
+    if values.ndim == 0:
+        raise ValueError(f"sample_weight: the loss {_name_of(loss)} gave one value for the "
+                         "batch with reduction='none', not one per sample")
+    if values.ndim > 1:
+        values = values.mean(dim=tuple(range(1, values.ndim)))
+    weights = as_tensor(sample_weight, device=values.device)
+    if weights.numel() != values.shape[0]:
+        raise ValueError(f"sample_weight of shape {tuple(weights.shape)} does not give one weight "
+                         f"to each of the batch's {values.shape[0]} samples")
+    return (values * weights.to(dtype=values.dtype).reshape(values.shape)).mean()
 
 
 def _as_tuple(value: Any) -> tuple:

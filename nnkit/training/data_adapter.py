@@ -9,6 +9,7 @@ only ever sees loaders; a batch is ``(x, y)``, ``(x,)`` or a bare ``x``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -18,8 +19,27 @@ import nnkit
 from nnkit.autograd.tensor import Tensor
 from nnkit.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
-__all__ = ["make_loader", "split_validation", "unpack_batch", "batch_size_of", "to_device",
-           "EpochIterator"]
+__all__ = ["make_loader", "split_validation", "unpack_batch", "unpack_x_y_sample_weight",
+           "batch_size_of", "to_device", "EpochIterator", "resolve_verbose",
+           "class_weight_table", "with_class_weight"]
+
+VERBOSITIES = (0, 1, 2, "auto")
+
+
+def resolve_verbose(verbose: Any, caller: str = "fit") -> int:
+    """Keras's ``verbose``: ``'auto'`` is a progress bar (1) when standard output is a
+    terminal and one line per epoch (2) otherwise, so a redirected log holds no
+    carriage returns.
+
+    Raises:
+        ValueError: for a value other than 0, 1, 2 or ``'auto'``.
+    """
+    if verbose == "auto":
+        isatty = getattr(sys.stdout, "isatty", None)
+        return 1 if isatty is not None and isatty() else 2
+    if isinstance(verbose, bool) or verbose not in VERBOSITIES:
+        raise ValueError(f"{caller}: verbose must be 0, 1, 2 or 'auto'; received {verbose!r}")
+    return int(verbose)
 
 
 def _is_array(x: Any) -> bool:
@@ -39,13 +59,17 @@ def _as_array(x: Any, name: str) -> Any:
     return array
 
 
-def make_loader(x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = False,
-                seed: int | None = None, caller: str = "fit") -> Iterable:
-    """Wrap ``x`` (and ``y``) as an iterable of batches.
+def make_loader(x: Any, y: Any = None, sample_weight: Any = None, *, batch_size: int = 32,
+                shuffle: bool = False, seed: int | None = None,
+                caller: str = "fit") -> Iterable:
+    """Wrap ``x`` (and ``y``, ``sample_weight``) as an iterable of batches.
 
     Args:
         x: arrays/Tensors, a Dataset, or a DataLoader (any re-iterable of batches).
         y: targets aligned with array ``x``; must be None for a Dataset or DataLoader.
+        sample_weight: one weight per sample of array ``x`` (batches become
+            ``(x, y, sample_weight)``); a Dataset or DataLoader gives weights as the
+            third element of its items instead.
         batch_size: samples per batch when this function builds the loader.
         shuffle: shuffle each epoch (arrays and Datasets only).
         seed: the shuffling seed of a loader built here (None: drawn from nnkit's
@@ -56,8 +80,8 @@ def make_loader(x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = 
         ``x`` itself if it is already a loader, else a new :class:`DataLoader`.
 
     Raises:
-        ValueError: if ``x`` is None, ``y`` is given with a Dataset/DataLoader, or ``x``
-            and ``y`` have different lengths.
+        ValueError: if ``x`` is None, ``y`` or ``sample_weight`` is given with a
+            Dataset/DataLoader, or ``x``, ``y`` and ``sample_weight`` have different lengths.
     """
     if x is None:
         raise ValueError(f"{caller}: x is required (arrays, Tensors, a Dataset or a DataLoader)")
@@ -67,9 +91,10 @@ def make_loader(x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = 
         # epochs changed the training that follows
         seed = 0
     if not _is_array(x):
-        if y is not None:
-            raise ValueError(f"{caller}: y must be None when x is a {type(x).__name__}; the "
-                             "targets come from x's batches (x, y)")
+        if y is not None or sample_weight is not None:
+            what = "y" if y is not None else "sample_weight"
+            raise ValueError(f"{caller}: {what} must be None when x is a {type(x).__name__}; "
+                             "the targets (and weights) come from x's batches (x, y[, w])")
         if isinstance(x, (Dataset, IterableDataset)):
             return DataLoader(x, batch_size=batch_size,
                               shuffle=shuffle and not isinstance(x, IterableDataset), seed=seed)
@@ -81,19 +106,29 @@ def make_loader(x: Any, y: Any = None, *, batch_size: int = 32, shuffle: bool = 
     if y is not None and _num_samples(arrays[0]) != _num_samples(arrays[1]):
         raise ValueError(f"{caller}: x and y have different lengths: x has "
                          f"{_num_samples(arrays[0])} samples, y has {_num_samples(arrays[1])}")
+    if sample_weight is not None:
+        if y is None:
+            raise ValueError(f"{caller}: sample_weight needs targets y")
+        weights = _as_array(sample_weight, "sample_weight")
+        if _num_samples(weights) != _num_samples(arrays[0]):
+            raise ValueError(f"{caller}: sample_weight has {_num_samples(weights)} entries for "
+                             f"{_num_samples(arrays[0])} samples")
+        arrays.append(weights)
     return DataLoader(TensorDataset(*arrays), batch_size=batch_size, shuffle=shuffle, seed=seed)
 
 
-def split_validation(x: Any, y: Any, validation_split: float) -> tuple[Any, Any, Any, Any]:
+def split_validation(x: Any, y: Any, validation_split: float,
+                     sample_weight: Any = None) -> tuple[tuple, tuple]:
     """Keras's ``validation_split``: the *last* fraction of the samples, before shuffling.
 
     Args:
         x: arrays or Tensors.
         y: targets aligned with ``x`` (or None).
         validation_split: the fraction in ``(0, 1)`` held out for validation.
+        sample_weight: weights aligned with ``x`` (or None).
 
     Returns:
-        ``(x_train, y_train, x_val, y_val)``.
+        ``((x_train, y_train, w_train), (x_val, y_val, w_val))``.
 
     Raises:
         ValueError: if the fraction is outside ``[0, 1)``, ``x`` is a Dataset or a
@@ -111,7 +146,9 @@ def split_validation(x: Any, y: Any, validation_split: float) -> tuple[Any, Any,
         raise ValueError(f"validation_split={validation_split} of {n} samples leaves an empty "
                          "training or validation set")
     y = None if y is None else _as_array(y, "y")
-    return x[:split_at], _head(y, split_at), x[split_at:], _tail(y, split_at)
+    w = None if sample_weight is None else _as_array(sample_weight, "sample_weight")
+    return ((x[:split_at], _head(y, split_at), _head(w, split_at)),
+            (x[split_at:], _tail(y, split_at), _tail(w, split_at)))
 
 
 def _head(y: Any, k: int) -> Any:
@@ -122,20 +159,78 @@ def _tail(y: Any, k: int) -> Any:
     return None if y is None else y[k:]
 
 
-def unpack_batch(batch: Any) -> tuple[Any, Any]:
-    """Split a batch into ``(x, y)``; ``y`` is None for ``(x,)`` or a bare ``x``.
+def unpack_x_y_sample_weight(batch: Any) -> tuple[Any, Any, Any]:
+    """Split a batch into ``(x, y, sample_weight)`` (Keras's function of this name):
+    ``y`` and ``sample_weight`` are None where the batch has no such part.
 
     Raises:
-        ValueError: for a tuple of more than two parts (sample weights are not supported).
+        ValueError: for a tuple of more than three parts.
     """
     if isinstance(batch, (tuple, list)):
-        if len(batch) == 1:
-            return batch[0], None
-        if len(batch) == 2:
-            return batch[0], batch[1]
-        raise ValueError(f"a batch must be (x, y) or (x,); got a {type(batch).__name__} of "
-                         f"{len(batch)} parts (sample weights are not supported)")
-    return batch, None
+        if 1 <= len(batch) <= 3:
+            return tuple(batch) + (None,) * (3 - len(batch))
+        raise ValueError(f"a batch must be x, (x,), (x, y) or (x, y, sample_weight); got a "
+                         f"{type(batch).__name__} of {len(batch)} parts")
+    return batch, None, None
+
+
+def unpack_batch(batch: Any) -> tuple[Any, Any]:
+    """``(x, y)`` of a batch (see :func:`unpack_x_y_sample_weight`)."""
+    return unpack_x_y_sample_weight(batch)[:2]
+
+
+def class_weight_table(class_weight: Any) -> list[float] | None:
+    """Keras's ``class_weight`` ``{class: weight}`` as a list indexed by class; classes
+    below the largest key that it does not name weigh 1.
+
+    Raises:
+        ValueError: for keys that are not non-negative integers or weights that are not
+            numbers.
+    """
+    if class_weight is None:
+        return None
+    if not isinstance(class_weight, dict) or not class_weight:
+        raise ValueError("fit: class_weight must be a non-empty dict {class index: weight}; "
+                         f"received {class_weight!r}")
+    bad = [k for k in class_weight if isinstance(k, bool) or not isinstance(k, (int, np.integer))
+           or k < 0]
+    if bad:
+        raise ValueError(f"fit: class_weight keys must be class indices (integers >= 0); got "
+                         f"{bad[:5]}")
+    try:
+        return [float(class_weight.get(c, 1.0)) for c in range(int(max(class_weight)) + 1)]
+    except (TypeError, ValueError):
+        raise ValueError("fit: class_weight values must be numbers; received "
+                         f"{class_weight!r}") from None
+
+
+def with_class_weight(batch: Any, table: list[float]) -> tuple[Any, Any, Any]:
+    """``(x, y, w)`` with each sample weighted by its class (as Keras: the arg-max of a
+    one-hot ``y`` of shape ``(N, C)``, else ``y`` rounded to an integer).
+
+    Raises:
+        ValueError: if the batch has sample weights too, the model has several outputs,
+            ``y`` has more than 2 dimensions, or a class has no weight.
+    """
+    x, y, sample_weight = unpack_x_y_sample_weight(batch)
+    if sample_weight is not None:
+        raise ValueError("You cannot use class_weight and sample_weight at the same time.")
+    if not isinstance(y, Tensor):
+        raise ValueError("class_weight is only supported for models with a single output "
+                         f"(one target Tensor per batch); got a {type(y).__name__}")
+    if y.ndim > 2:
+        raise ValueError(f"class_weight is not supported for targets of shape {tuple(y.shape)} "
+                         "(more than 2 dimensions)")
+    if y.ndim == 2 and y.shape[1] > 1:
+        classes = y.argmax(-1)
+    else:
+        classes = (y.reshape(-1).round() if y.is_floating_point() else y.reshape(-1))
+        classes = classes.to(dtype=nnkit.int64)
+    if classes.numel() and (int(classes.min()) < 0 or int(classes.max()) >= len(table)):
+        raise ValueError(f"class_weight has no weight for class {int(classes.max())} "
+                         f"(its largest class is {len(table) - 1})")
+    weights = nnkit.tensor(table, dtype=nnkit.float64, device=y.device)[classes]
+    return x, y, weights
 
 
 def batch_size_of(x: Any) -> int:

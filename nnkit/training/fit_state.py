@@ -38,6 +38,7 @@ class FitState:
         tracker: the running means of the epoch's logs.
         after_epoch_begin: a restore to apply right after the next ``on_epoch_begin``
             (a mid-epoch resume re-opens its epoch first, then restores the state).
+        class_weight: ``fit``'s ``class_weight`` as weights indexed by class, or None.
     """
 
     loader: Iterable
@@ -50,6 +51,7 @@ class FitState:
     epoch_done: bool = False
     tracker: MeanTracker = field(default_factory=MeanTracker)
     after_epoch_begin: Callable[[], None] | None = None
+    class_weight: list[float] | None = None
 
     @property
     def is_chief(self) -> bool:
@@ -103,8 +105,11 @@ def concat_outputs(batches: list) -> Any:
     return np.concatenate(batches, axis=0)
 
 
-def num_steps(loader: Iterable) -> int | None:
+def num_steps(loader: Iterable, limit: int | None = None) -> int | None:
+    """The number of batches a loop over ``loader`` takes (at most ``limit``); None if
+    unknown."""
     try:
-        return len(loader)
+        total = len(loader)
     except TypeError:
-        return None
+        return limit
+    return total if limit is None else min(total, limit)

@@ -10,6 +10,7 @@ logs over the epoch, weighting each batch by its size, and drives the callbacks.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -28,11 +29,12 @@ from nnkit.training.compile_utils import (
 from nnkit.training.distributed_fit import DistributedFit, resolve_communicator
 from nnkit.training.fit_state import FitState, concat_outputs, num_steps, to_numpy
 from nnkit.training.metrics import MeanTracker
+from nnkit.training.saving import Saving
 
 __all__ = ["Trainer", "FitState"]
 
 
-class Trainer:
+class Trainer(Saving):
     """Mixin that gives :class:`~nnkit.Model` ``compile``/``fit``/``evaluate``/``predict``.
 
     Attributes:
@@ -123,13 +125,17 @@ class Trainer:
         return self._compiled
 
     # ------------------------------------------------------------------- steps
-    def compute_loss(self, x: Any, y: Any, y_pred: Any) -> Tensor:
+    def compute_loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
         """The compiled loss of one batch (the weighted sum over outputs).
 
         Args:
             x: the inputs (unused by the default; available to overrides).
             y: the targets.
             y_pred: the model's outputs.
+            sample_weight: one weight per sample, or None (Keras's weighting:
+                ``sum(w_i * loss_i) / batch_size``). Passed only when the batch has weights
+                (``sample_weight``/``class_weight`` of ``fit``), so an override with the
+                three-argument signature keeps working without them.
 
         Returns:
             A 0-d Tensor.
@@ -138,7 +144,7 @@ class Trainer:
             ValueError: if no loss was compiled, the batch has no targets, or a list of
                 losses does not match the number of outputs.
         """
-        return self._require_compiled("compute_loss").compute_loss(y, y_pred)
+        return self._require_compiled("compute_loss").compute_loss(y, y_pred, sample_weight)
 
     def compute_metrics(self, x: Any, y: Any, y_pred: Any) -> dict[str, Any]:
         """The compiled metrics of one batch (on the first output of a multi-output model).
@@ -155,7 +161,8 @@ class Trainer:
         averages whatever it returns over the epoch.
 
         Args:
-            batch: ``(x, y)`` (or ``(x,)``), already on the model's device.
+            batch: ``(x, y)``, ``(x, y, sample_weight)`` or ``(x,)``, already on the
+                model's device.
 
         Returns:
             The batch's logs: ``{'loss': ..., <metric>: ...}`` (Tensors or numbers).
@@ -170,9 +177,9 @@ class Trainer:
             ...         self.optimizer.step()
             ...         return {"loss": loss}
         """
-        x, y = da.unpack_batch(batch)
+        x, y, sample_weight = da.unpack_x_y_sample_weight(batch)
         y_pred = self._forward(x)
-        loss = self.compute_loss(x, y, y_pred)
+        loss = self._loss(x, y, y_pred, sample_weight)
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
@@ -182,14 +189,15 @@ class Trainer:
         """Loss and metrics of one batch, without updating anything (runs under no_grad).
 
         Args:
-            batch: ``(x, y)``, already on the model's device.
+            batch: ``(x, y)`` or ``(x, y, sample_weight)``, already on the model's device.
 
         Returns:
             The batch's logs: ``{'loss': ..., <metric>: ...}``.
         """
-        x, y = da.unpack_batch(batch)
+        x, y, sample_weight = da.unpack_x_y_sample_weight(batch)
         y_pred = self._forward(x)
-        return {"loss": self.compute_loss(x, y, y_pred), **self.compute_metrics(x, y, y_pred)}
+        return {"loss": self._loss(x, y, y_pred, sample_weight),
+                **self.compute_metrics(x, y, y_pred)}
 
     def predict_step(self, batch: Any) -> Any:
         """The model's output for one batch (targets in the batch are ignored).
@@ -202,6 +210,11 @@ class Trainer:
         """
         x, _ = da.unpack_batch(batch)
         return self._forward(x)
+
+    def _loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> Tensor:
+        if sample_weight is None:  # an override of compute_loss may not take the weights
+            return self.compute_loss(x, y, y_pred)
+        return self.compute_loss(x, y, y_pred, sample_weight=sample_weight)
 
     def _forward(self, x: Any) -> Any:
         return self(*x) if isinstance(x, tuple) else self(x)
@@ -247,39 +260,54 @@ class Trainer:
                    epochs: int = 1, steps: int | None = None) -> Any:
         from nnkit.callbacks import CallbackList
 
+        verbose = da.resolve_verbose(verbose)
         if isinstance(callbacks, CallbackList):
             return callbacks
         return CallbackList(callbacks, add_history=history, add_progbar=verbose != 0,
                             model=self, verbose=verbose, epochs=epochs, steps=steps)
 
     # --------------------------------------------------------------------- fit
-    def fit(self, x: Any = None, y: Any = None, batch_size: int = 32, epochs: int = 1,
-            verbose: int = 1, callbacks: Any = None, validation_split: float = 0.0,
-            validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
-            steps_per_epoch: int | None = None, seed: int | None = None, *,
+    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None,
+            epochs: int = 1, verbose: int | str = "auto", callbacks: Any = None,
+            validation_split: float = 0.0, validation_data: Any = None, shuffle: bool = True,
+            class_weight: dict | None = None, sample_weight: Any = None,
+            initial_epoch: int = 0, steps_per_epoch: int | None = None,
+            validation_steps: int | None = None, validation_batch_size: int | None = None,
+            validation_freq: int = 1, *, seed: int | None = None,
             distributed: Any = None) -> Any:
-        """Train the model for ``epochs`` epochs.
+        """Train the model for ``epochs`` epochs (Keras 3's arguments and defaults).
 
         Args:
             x: inputs as NumPy arrays or Tensors (with ``y``), a
                 :class:`~nnkit.data.Dataset`, or a :class:`~nnkit.data.DataLoader` (or any
-                re-iterable) yielding ``(x, y)`` batches.
+                re-iterable) yielding ``(x, y)`` or ``(x, y, sample_weight)`` batches.
             y: targets aligned with array/Tensor ``x``; None for a Dataset/DataLoader.
-            batch_size: samples per batch (ignored for a DataLoader).
+            batch_size: samples per batch (None: 32; ignored for a DataLoader).
             epochs: the index of the last epoch, plus one (training runs epochs
                 ``initial_epoch .. epochs - 1``).
-            verbose: 0 silent, 1 a tqdm bar per epoch, 2 one line per epoch.
+            verbose: ``'auto'`` (a bar on a terminal, else one line per epoch), 0
+                silent, 1 a tqdm bar per epoch, 2 one line per epoch.
             callbacks: :class:`~nnkit.callbacks.Callback` instances.
             validation_split: fraction of array/Tensor samples held out for validation:
                 the *last* ones, taken before shuffling (Keras semantics).
-            validation_data: ``(x_val, y_val)`` arrays/Tensors, or a Dataset/DataLoader;
-                takes precedence over ``validation_split``.
+            validation_data: ``(x_val, y_val)`` or ``(x_val, y_val, val_sample_weight)``
+                arrays/Tensors, or a Dataset/DataLoader; takes precedence over
+                ``validation_split``.
             shuffle: reshuffle array/Dataset samples every epoch.
+            class_weight: ``{class index: weight}``: each training sample's loss is
+                weighted by its class's weight (classes not named weigh 1; single-output
+                models; not with ``sample_weight``).
+            sample_weight: one weight per sample of array ``x``: the loss is
+                ``sum(w_i * loss_i) / batch_size`` (Keras). The logged loss is weighted,
+                the metrics are not.
             initial_epoch: the epoch to start at (to resume a run by hand; a loader built
                 here from arrays or a Dataset shuffles as an uninterrupted run's epoch
                 ``initial_epoch`` would, given ``seed``). For exact resumption of
                 everything (mid-epoch too), use :class:`~nnkit.callbacks.BackupAndRestore`.
             steps_per_epoch: batches per epoch; the loader is restarted when exhausted.
+            validation_steps: validation batches per validation (None: all).
+            validation_batch_size: the validation batch size (None: ``batch_size``).
+            validation_freq: validate after every ``validation_freq``-th epoch.
             seed: the shuffling seed of the loader built over arrays/Datasets (None draws
                 one from nnkit's global generator).
             distributed: train data-parallel over a group of processes: None (the
@@ -298,8 +326,10 @@ class Trainer:
             RuntimeError: if :meth:`compile` was not called first, or launched by
                 ``mpiexec`` without mpi4py installed.
             ValueError: for x/y of different lengths, y with a Dataset/DataLoader,
-                ``validation_split`` outside ``[0, 1)`` or with a Dataset/DataLoader, or
-                (data-parallel) a ``batch_size`` not divisible by the number of processes.
+                ``validation_split`` outside ``[0, 1)`` or with a Dataset/DataLoader,
+                ``class_weight`` with ``sample_weight``, a ``validation_freq`` that is not a
+                positive integer, or (data-parallel) a ``batch_size`` not divisible by the
+                number of processes.
 
         Example:
             >>> x_train, y_train, x_test, y_test = nnkit.data.load_digits()
@@ -309,10 +339,20 @@ class Trainer:
             0.97...
         """
         self._require_compiled("fit")
+        verbose = da.resolve_verbose(verbose)
+        table = da.class_weight_table(class_weight)
+        if table is not None and sample_weight is not None:
+            raise ValueError("You cannot use class_weight and sample_weight at the same time.")
+        if isinstance(validation_freq, bool) or not isinstance(validation_freq, int) or (
+                validation_freq < 1):
+            raise ValueError("fit: validation_freq must be a positive integer; received "
+                             f"{validation_freq!r}")
         comm = resolve_communicator(distributed)
         dist = None if comm is None else DistributedFit(comm)
-        train, val = self._fit_data(x, y, batch_size, validation_split, validation_data,
-                                    shuffle, seed)
+        batch_size = 32 if batch_size is None else batch_size
+        train, val = self._fit_data(x, y, sample_weight, batch_size, validation_split,
+                                    validation_data, shuffle, seed)
+        val = self._validation_loader(val, validation_batch_size or batch_size)
         if initial_epoch and train is not x and isinstance(train, nnkit.data.DataLoader):
             # a loader built here shuffles epoch k as an uninterrupted run's epoch k
             train.load_state_dict({"epoch": initial_epoch, "position": 0, "seed": train.seed})
@@ -324,41 +364,48 @@ class Trainer:
         cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
                               steps=data.num_steps)
         self._fit_state = FitState(train, cbs, dist, data, epoch=initial_epoch - 1,
-                                   epoch_done=True)
+                                   epoch_done=True, class_weight=table)
         self.stop_training = False
         self._initial_epoch = initial_epoch
         replicated = contextlib.nullcontext() if dist is None else dist.replicated(self)
         try:
             with self._mode(True), replicated:
                 cbs.on_train_begin()
-                logs = self._fit_epochs(self._initial_epoch, epochs, data, val, cbs)
+                logs = self._fit_epochs(self._initial_epoch, epochs, data,
+                                        (val, validation_freq, validation_steps), cbs)
                 cbs.on_train_end(logs)
         finally:
             self._fit_state = None
         return cbs.history
 
-    def _fit_data(self, x: Any, y: Any, batch_size: int, validation_split: float,
-                  validation_data: Any, shuffle: bool, seed: int | None) -> tuple:
+    @staticmethod
+    def _fit_data(x: Any, y: Any, sample_weight: Any, batch_size: int,
+                  validation_split: float, validation_data: Any, shuffle: bool,
+                  seed: int | None) -> tuple:
+        """The training loader and the validation data (as given, or split off)."""
         if validation_data is None and validation_split:
-            x, y, x_val, y_val = da.split_validation(x, y, validation_split)
-            validation_data = (x_val, y_val)
-        train = da.make_loader(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
-        return train, self._validation_loader(validation_data, batch_size)
+            (x, y, sample_weight), validation_data = da.split_validation(
+                x, y, validation_split, sample_weight)
+        train = da.make_loader(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle,
+                               seed=seed)
+        return train, validation_data
 
     @staticmethod
     def _validation_loader(validation_data: Any, batch_size: int) -> Iterable | None:
         if validation_data is None:
             return None
         if isinstance(validation_data, tuple):
-            if len(validation_data) != 2:
-                raise ValueError("validation_data must be (x_val, y_val), a Dataset or a "
-                                 f"DataLoader; got a tuple of {len(validation_data)} items")
+            if len(validation_data) not in (2, 3):
+                raise ValueError("validation_data must be (x_val, y_val), (x_val, y_val, "
+                                 "val_sample_weight), a Dataset or a DataLoader; got a tuple "
+                                 f"of {len(validation_data)} items")
             return da.make_loader(*validation_data, batch_size=batch_size, caller="fit")
         return da.make_loader(validation_data, batch_size=batch_size, caller="fit")
 
     def _fit_epochs(self, first: int, epochs: int, data: da.EpochIterator,
-                    val: Iterable | None, cbs: Any) -> dict:
+                    validation: tuple, cbs: Any) -> dict:
         state, logs = self._fit_state, {}
+        val, validation_freq, validation_steps = validation
         for epoch in range(first, epochs):
             state.epoch, state.step, state.epoch_done = epoch, -1, False
             state.tracker = MeanTracker()
@@ -367,8 +414,8 @@ class Trainer:
                 restore, state.after_epoch_begin = state.after_epoch_begin, None
                 restore()
             logs = self._train_epoch(data, cbs)
-            if val is not None:
-                val_logs = self._test_loop(val, cbs)
+            if val is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._test_loop(val, cbs, validation_steps)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             state.epoch_done = True
             cbs.on_epoch_end(epoch, logs)
@@ -383,6 +430,8 @@ class Trainer:
         for step, batch in data.epoch(start=state.step + 1):
             cbs.on_train_batch_begin(step)
             batch = self._to_device(batch)
+            if state.class_weight is not None:
+                batch = da.with_class_weight(batch, state.class_weight)
             size = da.batch_size_of(da.unpack_batch(batch)[0])
             if state.distributed is not None:
                 state.distributed.set_batch_size(size)
@@ -427,18 +476,25 @@ class Trainer:
         return self.stop_training
 
     # ---------------------------------------------------------------- evaluate
-    def evaluate(self, x: Any = None, y: Any = None, batch_size: int = 32, verbose: int = 1,
-                 callbacks: Any = None, return_dict: bool = True) -> dict | list | float:
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None,
+                 verbose: int | str = "auto", sample_weight: Any = None,
+                 steps: int | None = None, callbacks: Any = None,
+                 return_dict: bool = False) -> dict | list | float:
         """Loss and metrics of the model on ``x``/``y``, in eval mode and under no_grad.
 
         Args:
-            x: arrays/Tensors (with ``y``), a Dataset or a DataLoader of ``(x, y)``.
+            x: arrays/Tensors (with ``y``), a Dataset or a DataLoader of ``(x, y)`` or
+                ``(x, y, sample_weight)``.
             y: targets aligned with array/Tensor ``x``.
-            batch_size: samples per batch (ignored for a DataLoader).
-            verbose: 0 silent, 1 a progress bar, 2 one line.
+            batch_size: samples per batch (None: 32; ignored for a DataLoader).
+            verbose: ``'auto'`` (a bar on a terminal, else one line), 0 silent, 1 a
+                progress bar, 2 one line.
+            sample_weight: one weight per sample of array ``x``, weighting the loss.
+            steps: evaluate this many batches only (None: all).
             callbacks: callbacks receiving the ``on_test_*`` hooks.
-            return_dict: return ``{'loss': ..., <metric>: ...}``; otherwise a list in
-                that order (a float if there are no metrics).
+            return_dict: return ``{'loss': ..., <metric>: ...}``; otherwise (Keras's
+                default) the loss alone if there are no metrics, else the list of the
+                loss and the metrics in that order.
 
         Returns:
             The means over all samples (each batch weighted by its size).
@@ -448,23 +504,24 @@ class Trainer:
             ValueError: for x/y of different lengths or a missing loss.
 
         Example:
-            >>> model.evaluate(x_test, y_test, verbose=0)
+            >>> model.evaluate(x_test, y_test, verbose=0, return_dict=True)
             {'loss': 0.11, 'accuracy': 0.97}
         """
         self._require_compiled("evaluate")
-        loader = da.make_loader(x, y, batch_size=batch_size, caller="evaluate")
-        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader))
-        logs = self._test_loop(loader, cbs)
+        loader = da.make_loader(x, y, sample_weight, batch_size=32 if batch_size is None
+                                else batch_size, caller="evaluate")
+        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
+        logs = self._test_loop(loader, cbs, steps)
         if return_dict:
             return logs
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
 
-    def _test_loop(self, loader: Iterable, cbs: Any) -> dict:
+    def _test_loop(self, loader: Iterable, cbs: Any, steps: int | None = None) -> dict:
         tracker = MeanTracker()
         cbs.on_test_begin()
         with self._mode(False), no_grad():
-            for step, batch in enumerate(loader):
+            for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_test_batch_begin(step)
                 batch = self._to_device(batch)
                 tracker.update(self.test_step(batch),
@@ -475,15 +532,17 @@ class Trainer:
         return logs
 
     # ----------------------------------------------------------------- predict
-    def predict(self, x: Any, batch_size: int = 32, verbose: int = 0,
-                callbacks: Any = None) -> Any:
+    def predict(self, x: Any, batch_size: int | None = None, verbose: int | str = "auto",
+                steps: int | None = None, callbacks: Any = None) -> Any:
         """The model's outputs for ``x`` as host NumPy arrays (eval mode, no_grad).
 
         Args:
             x: arrays/Tensors, a Dataset or a DataLoader (targets in its batches are
                 ignored).
-            batch_size: samples per batch (ignored for a DataLoader).
-            verbose: 0 silent, 1 a progress bar, 2 one line.
+            batch_size: samples per batch (None: 32; ignored for a DataLoader).
+            verbose: ``'auto'`` (a bar on a terminal, else one line), 0 silent, 1 a
+                progress bar, 2 one line.
+            steps: predict this many batches only (None: all).
             callbacks: callbacks receiving the ``on_predict_*`` hooks.
 
         Returns:
@@ -493,58 +552,16 @@ class Trainer:
         Example:
             >>> probs = nnkit.softmax(nnkit.tensor(model.predict(x_test)), -1)
         """
-        loader = da.make_loader(x, None, batch_size=batch_size, caller="predict")
-        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader))
+        loader = da.make_loader(x, None, batch_size=32 if batch_size is None else batch_size,
+                                caller="predict")
+        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
         outputs = []
         cbs.on_predict_begin()
         with self._mode(False), no_grad():
-            for step, batch in enumerate(loader):
+            for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_predict_batch_begin(step)
                 output = self.predict_step(self._to_device(batch))
                 outputs.append(to_numpy(output))
                 cbs.on_predict_batch_end(step, {"outputs": output})
         cbs.on_predict_end()
         return concat_outputs(outputs)
-
-    # ------------------------------------------------------------------ saving
-    def save(self, path: str) -> None:
-        """Save a full checkpoint: weights, optimizer state and the compile config (JSON).
-
-        Args:
-            path: the HDF5 file to write (atomically).
-
-        Raises:
-            NotBuiltError: if a lazily built layer has not been built yet.
-
-        Example:
-            >>> model.save("model.h5")
-            >>> nnkit.io.load_checkpoint("model.h5", model=model, optimizer=model.optimizer)
-        """
-        from nnkit import io
-
-        config = None if self._compiled is None else self._compiled.to_json()
-        io.save_checkpoint(path, model=self, optimizer=self.optimizer, config=config)
-
-    def save_weights(self, path: str) -> None:
-        """Save the weights (the ``state_dict``) to an HDF5 file.
-
-        Raises:
-            NotBuiltError: if a lazily built layer has not been built yet.
-        """
-        from nnkit import io
-
-        io.save_weights(path, self)
-
-    def load_weights(self, path: str, strict: bool = True) -> Any:
-        """Load weights saved by :meth:`save_weights` (or :meth:`save`).
-
-        Args:
-            path: the HDF5 file.
-            strict: require the file's keys to match the model's exactly.
-
-        Returns:
-            What :func:`nnkit.io.load_weights` returns (the missing/unexpected keys).
-        """
-        from nnkit import io
-
-        return io.load_weights(path, self, strict=strict)

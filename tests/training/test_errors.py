@@ -87,14 +87,14 @@ def test_validation_split_errors():
     with pytest.raises(ValueError, match="y must be None"):
         m.fit(loader, Y, verbose=0)
     with pytest.raises(ValueError, match="validation_data must be"):
-        m.fit(X, Y, validation_data=(X, Y, Y), verbose=0)
+        m.fit(X, Y, validation_data=(X, Y, Y, Y), verbose=0)
 
 
 def test_bad_batches_and_inputs():
     m = model()
     m.compile("sgd", "cross_entropy")
-    with pytest.raises(ValueError, match="sample weights are not supported"):
-        m.fit(DataLoader(TensorDataset(X, Y, Y), batch_size=5), verbose=0)
+    with pytest.raises(ValueError, match=r"\(x, y, sample_weight\); got a tuple of 4 parts"):
+        m.fit(DataLoader(TensorDataset(X, Y, Y, Y), batch_size=5), verbose=0)
     with pytest.raises(TypeError, match="x must be arrays"):
         m.fit(object(), verbose=0)
     with pytest.raises(ValueError, match="steps_per_epoch"):

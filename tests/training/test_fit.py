@@ -22,7 +22,7 @@ def test_fit_digits_reaches_high_validation_accuracy(digits):
                         verbose=0, seed=0)
     assert history.history["val_accuracy"][-1] >= 0.95
     assert history.history["loss"][-1] < history.history["loss"][0]
-    result = model.evaluate(x_test, y_test, verbose=0)
+    result = model.evaluate(x_test, y_test, verbose=0, return_dict=True)
     assert result["accuracy"] == pytest.approx(history.history["val_accuracy"][-1])
 
 
@@ -113,7 +113,7 @@ def test_validation_data_as_dataloader(digits):
     history = model.fit(digits.x_train, digits.y_train, epochs=1, validation_data=val,
                         verbose=0)
     assert history.history["val_loss"][0] == pytest.approx(
-        model.evaluate(digits.x_test, digits.y_test, verbose=0)["loss"])
+        model.evaluate(digits.x_test, digits.y_test, verbose=0)[0])  # Keras: [loss, metrics]
 
 
 def test_evaluate_weights_batches_by_size():
@@ -123,11 +123,10 @@ def test_evaluate_weights_batches_by_size():
     nnkit.nn.init.zeros_(model[0].weight)
     nnkit.nn.init.zeros_(model[0].bias)
     model.compile("sgd", "mse", metrics=["mae"])
-    logs = model.evaluate(x, y, batch_size=2, verbose=0)
+    logs = model.evaluate(x, y, batch_size=2, verbose=0, return_dict=True)
     assert logs["loss"] == pytest.approx((1 + 1 + 16) / 3)
     assert logs["mae"] == pytest.approx((1 + 1 + 4) / 3)
-    assert model.evaluate(x, y, batch_size=2, verbose=0, return_dict=False) == pytest.approx(
-        [18 / 3, 2.0])
+    assert model.evaluate(x, y, batch_size=2, verbose=0) == pytest.approx([18 / 3, 2.0])
 
 
 def test_predict_equals_forward_in_eval_mode(digits):
@@ -195,8 +194,8 @@ def test_regression_losses_and_metrics_by_name(regression):
         model.compile("adam", loss, metrics=["mse", "mae"], lr=0.05)
         history = model.fit(x, y, epochs=8, batch_size=16, verbose=0)  # y is (N,), output (N, 1)
         assert history.history["mse"][-1] < history.history["mse"][0]
-        logs = model.evaluate(x, y, verbose=0)
-        pred = model.predict(x)[:, 0]
+        logs = model.evaluate(x, y, verbose=0, return_dict=True)
+        pred = model.predict(x, verbose=0)[:, 0]
         assert logs["mae"] == pytest.approx(np.abs(pred - y).mean(), rel=1e-4)
 
 
@@ -210,7 +209,7 @@ def test_binary_and_probability_losses():
     history = model.fit(x, y, epochs=10, batch_size=16, verbose=0)
     assert history.history["binary_accuracy"][-1] > 0.9
     probs = model.predict(x)[:, 0]
-    assert model.evaluate(x, y, verbose=0)["binary_accuracy"] == pytest.approx(
+    assert model.evaluate(x, y, verbose=0, return_dict=True)["binary_accuracy"] == pytest.approx(
         np.mean((probs > 0.5) == (y == 1)))
     model = nnkit.Sequential(Linear(3, 1))
     model.compile("adam", "bce_with_logits", lr=0.1)
