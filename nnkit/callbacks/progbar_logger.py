@@ -40,6 +40,7 @@ class ProgbarLogger(Callback):
         self._in_fit = False
         self._start = 0.0
         self._seen = 0
+        self._logging: Any = None
 
     @property
     def _verbose(self) -> int:
@@ -48,10 +49,14 @@ class ProgbarLogger(Callback):
     def _open(self, desc: str) -> None:
         self._start, self._seen = time.perf_counter(), 0
         if self._verbose == 1:
-            from tqdm import tqdm
+            from tqdm.auto import tqdm  # a widget in a notebook, text on a terminal
+            from tqdm.contrib.logging import logging_redirect_tqdm
 
             self._bar = tqdm(total=self.params.get("steps"), desc=desc, unit="step",
                              file=sys.stdout, leave=True, dynamic_ncols=True)
+            # a logging call while the bar is shown prints on its own line above it
+            self._logging = logging_redirect_tqdm(tqdm_class=type(self._bar))
+            self._logging.__enter__()
 
     def _postfix(self, logs: dict | None, refresh: bool) -> None:
         self._bar.set_postfix({k: f"{v:.4g}" for k, v in (logs or {}).items()
@@ -68,6 +73,7 @@ class ProgbarLogger(Callback):
             self._postfix(logs, refresh=True)
             self._bar.close()
             self._bar = None
+            self._logging.__exit__(None, None, None)
         elif self._verbose == 2:
             seconds = time.perf_counter() - self._start
             steps = self.params.get("steps")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -238,3 +239,24 @@ def test_progress_output(small, capsys):
     assert " - loss: " in lines[1] and " - val_accuracy: " in lines[1]
     model.evaluate(*small, batch_size=80, verbose=1)
     assert "Evaluate" in capsys.readouterr().out
+
+
+def test_a_log_record_during_the_bar_gets_its_own_line(small, capsys):
+    import logging
+
+    class Logs(Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1:
+                logging.getLogger("nnkit.test").warning("halfway there")
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stdout)  # the usual basicConfig(stream=stdout)
+    root.addHandler(handler)
+    try:
+        model = mlp()
+        model.fit(*small, epochs=1, batch_size=40, verbose=1, callbacks=[Logs()])
+    finally:
+        root.removeHandler(handler)
+    lines = capsys.readouterr().out.replace("\r", "\n").splitlines()
+    assert "halfway there" in lines  # a line of its own, not glued to the bar
+    assert root.handlers.count(handler) == 0
