@@ -47,6 +47,11 @@ commented examples). Unknown keys are errors; defaults in brackets::
       stop_on_nonfinite: bool [true]   a NaN/inf loss stops the run (exit 1)
     callbacks: [{type: EarlyStopping, patience: 3}, ...] [[]]   nnkit.callbacks classes;
                                 #   relative filepath/filename/backup_dir go in output.dir
+    distributed:                data parallel under mpiexec -n N
+      sync_batchnorm: bool [false]   BatchNorm layers become SyncBatchNorm: statistics of
+                                #   the whole global batch, not of each process's share
+      timeout: float [null]     seconds a process waits in a collective before the job is
+                                #   aborted (null: $NNKIT_DISTRIBUTED_TIMEOUT, else 1800)
     output:
       dir: str [runs/<config file stem>]
       checkpoint: str [last.h5] the final checkpoint: the whole training state (weights,

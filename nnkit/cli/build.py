@@ -23,6 +23,7 @@ from nnkit.cli.config import ConfigError, _join, _quoted, _shown, _type_name, di
 
 __all__ = [
     "build_model",
+    "sync_batchnorm",
     "check_compile",
     "check_names",
     "optimizer_spec",
@@ -291,6 +292,17 @@ def build_model(model_config: dict) -> Any:
         cls = _resolve(f"{path}.type", name, classes, "layer")
         layers.append(_call(path, cls, kwargs))
     return Sequential(*layers)
+
+
+def sync_batchnorm(config: dict, model: Any) -> Any:
+    """``distributed.sync_batchnorm: true``: the model with every BatchNorm layer replaced
+    by a :class:`~nnkit.distributed.SyncBatchNorm` (statistics of the global batch under
+    ``mpiexec``; a plain BatchNorm in a single process), else ``model`` as it is."""
+    if not (config.get("distributed") or {}).get("sync_batchnorm"):
+        return model
+    from nnkit.distributed import SyncBatchNorm
+
+    return SyncBatchNorm.convert_sync_batchnorm(model)
 
 
 def check_compile(config: dict) -> None:

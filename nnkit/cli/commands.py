@@ -36,14 +36,19 @@ def _format_logs(logs: dict[str, Any], prefix: str = "") -> str:
     return " - ".join(f"{prefix}{name}: {float(value):.4f}" for name, value in logs.items())
 
 
-def _communicator() -> Any:
-    """This process's group: MPI under ``mpiexec -n N`` (N > 1), else a single process."""
+def _communicator(config: Config) -> Any:
+    """This process's group: MPI under ``mpiexec -n N`` (N > 1), else a single process.
+
+    Its collectives time out after ``distributed.timeout`` seconds (the whole job is
+    then aborted); left null, after ``NNKIT_DISTRIBUTED_TIMEOUT`` seconds if that is
+    set, else 1800.
+    """
     from nnkit import distributed
 
     try:
-        return distributed.init()
-    except RuntimeError as err:  # launched by mpiexec, but mpi4py is missing or mismatched
-        raise CLIError(str(err)) from None
+        return distributed.init(timeout=config["distributed"]["timeout"])
+    except (RuntimeError, ValueError) as err:  # launched by mpiexec, but mpi4py is missing
+        raise CLIError(str(err)) from None  # or mismatched; a bad NNKIT_DISTRIBUTED_TIMEOUT
 
 
 @contextlib.contextmanager
@@ -138,7 +143,8 @@ def _test_logs(config: Config, model: Any, data: Data) -> None:
     if data.x_test is None:
         return
     logs = model.evaluate(
-        data.x_test, data.y_test, batch_size=config["data"]["batch_size"], verbose=0
+        data.x_test, data.y_test, batch_size=config["data"]["batch_size"], verbose=0,
+        return_dict=True,
     )
     print(f"{_format_logs(logs, 'test ')} ({len(data.x_test)} test samples)")
 
@@ -207,6 +213,7 @@ class _Run:
 def _setup(config: Config, *, dry_run: bool) -> _Run:
     """Build and compile the model and the scheduler (no training)."""
     model, data = _prepare(config, show_summary=dry_run)
+    model = build.sync_batchnorm(config.values, model)
     optimizer = _compile(config, model)
     scheduler = build.build_scheduler(config.values, optimizer)
     return _Run(config, model, data, optimizer, scheduler, Path(config["output"]["dir"]))
@@ -273,7 +280,7 @@ def train(
     if print_config:
         print(config.text, end="")
         return
-    comm = _communicator()
+    comm = _communicator(config)
     try:
         with _quiet_unless(comm.is_chief):
             _train(config, comm, resume=resume, dry_run=dry_run, allow_change=allow_change,
@@ -472,7 +479,7 @@ def predict(
     model, data = _prepare(config)
     _restore(checkpoint, "--checkpoint", model=model)
     outputs = model.predict(
-        _fit_input(x, data.x_train.shape[1:]), batch_size=config["data"]["batch_size"]
+        _fit_input(x, data.x_train.shape[1:]), batch_size=config["data"]["batch_size"], verbose=0
     )
     if output_path is None:
         _print_predictions(outputs, config["loss"] in CLASSIFICATION_LOSSES)

@@ -10,6 +10,7 @@ Example:
     >>> comm = nnkit.distributed.init()           # MPI under mpiexec, else one process
     >>> model.fit(x, y, batch_size=64)             # automatic under mpiexec
     >>> ddp = nnkit.distributed.DistributedDataParallel(model, comm)   # custom loops
+    >>> model = nnkit.distributed.SyncBatchNorm.convert_sync_batchnorm(model)  # global BN
 """
 
 import importlib
@@ -27,6 +28,7 @@ __all__ = [
     "ThreadGroup",
     "ThreadCommunicator",
     "DistributedDataParallel",
+    "SyncBatchNorm",
     "GradientSync",
     "broadcast_module",
     "init",
@@ -34,9 +36,20 @@ __all__ = [
 ]
 
 
+_LAZY = {
+    "DistributedDataParallel": "nnkit.distributed.data_parallel",
+    "SyncBatchNorm": "nnkit.distributed.sync_batchnorm",
+}
+
+
 def __getattr__(name: str):
-    # DistributedDataParallel is a Module, and nnkit.layers imports fit, which imports
-    # this package: load the wrapper on first use to keep the import graph acyclic.
-    if name == "DistributedDataParallel":
-        return importlib.import_module("nnkit.distributed.data_parallel").DistributedDataParallel
+    # DistributedDataParallel and SyncBatchNorm are Modules, and nnkit.layers imports
+    # fit, which imports this package: load them on first use to keep the import graph
+    # acyclic.
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'nnkit.distributed' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

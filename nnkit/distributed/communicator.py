@@ -15,6 +15,7 @@ from typing import Any
 
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.distributed.watchdog import check_timeout
 
 __all__ = ["Communicator", "LocalCommunicator", "REDUCE_OPS"]
 
@@ -34,6 +35,9 @@ class Communicator(abc.ABC):
     Attributes:
         rank: this process's (or thread's) index, ``0 <= rank < world_size``.
         world_size: the number of ranks.
+        timeout: seconds a collective may wait for the other ranks before the whole job
+            is aborted (:class:`~nnkit.distributed.MPICommunicator` enforces it; other
+            communicators keep what is set and ignore it; None until set).
 
     Example:
         >>> comm = nnkit.distributed.init()
@@ -42,6 +46,16 @@ class Communicator(abc.ABC):
 
     rank: int = 0
     world_size: int = 1
+    _timeout: float | None = None
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds a collective may wait for the other ranks (see the class docstring)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._timeout = check_timeout(seconds)
 
     @property
     def is_chief(self) -> bool:

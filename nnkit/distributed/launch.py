@@ -16,6 +16,7 @@ import time
 
 from nnkit.distributed.communicator import Communicator, LocalCommunicator
 from nnkit.distributed.mpi import MPICommunicator, import_mpi
+from nnkit.distributed.watchdog import check_timeout
 
 __all__ = ["init", "launched_world_size", "MPI_SIZE_VARS"]
 
@@ -45,19 +46,26 @@ def launched_world_size() -> int:
     return 1 if found is None else found[1]
 
 
-def init(backend: str = "auto") -> Communicator:
+def init(backend: str = "auto", *, timeout: float | None = None) -> Communicator:
     """The communicator of this process, created on the first call and cached.
 
     Args:
         backend: ``'auto'`` (MPI when launched by ``mpiexec`` with more than one
             process, else a :class:`LocalCommunicator`), ``'mpi'`` (always
             ``MPI.COMM_WORLD``) or ``'local'``.
+        timeout: seconds a collective may wait for the other ranks before this rank
+            prints which collective hung and aborts the whole job (a rank that is stuck,
+            not crashed, would otherwise hang the job forever). None: the communicator
+            keeps its timeout; a new MPI one takes the environment variable
+            ``NNKIT_DISTRIBUTED_TIMEOUT`` (seconds) if set, else 1800. A number also
+            updates the timeout of the communicator an earlier call returned.
 
     Returns:
         A :class:`Communicator`; later calls with a compatible backend return the same.
 
     Raises:
-        ValueError: for an unknown backend.
+        ValueError: for an unknown backend, a ``timeout`` that is not a positive number,
+            or an invalid ``NNKIT_DISTRIBUTED_TIMEOUT``.
         RuntimeError: if launched by ``mpiexec`` but mpi4py is missing (the message says
             ``pip install 'nnkit[distributed]'``), or if MPI sees fewer processes than
             ``mpiexec`` started (mpi4py built against another MPI than the launcher's).
@@ -70,19 +78,22 @@ def init(backend: str = "auto") -> Communicator:
     global _default
     if backend not in BACKENDS:
         raise ValueError(f"unknown distributed backend {backend!r}; expected one of {BACKENDS}")
+    if timeout is not None:
+        timeout = check_timeout(timeout)
     use_mpi = backend == "mpi" or (backend == "auto" and launched_world_size() > 1)
-    if _default is not None and isinstance(_default, MPICommunicator) == use_mpi:
-        return _default
-    _default = _mpi_world() if use_mpi else LocalCommunicator()
+    if _default is None or isinstance(_default, MPICommunicator) != use_mpi:
+        _default = _mpi_world(timeout) if use_mpi else LocalCommunicator()
+    if timeout is not None and _default.timeout != timeout:
+        _default.timeout = timeout
     return _default
 
 
-def _mpi_world() -> MPICommunicator:
+def _mpi_world(timeout: float | None = None) -> MPICommunicator:
     found = _launch_var()
     if found is not None:
         var, size = found
         import_mpi(f"this is one of {size} processes started by mpiexec ({var}={size})")
-    comm = MPICommunicator()
+    comm = MPICommunicator(timeout=timeout)
     if found is not None and comm.world_size != found[1]:
         raise RuntimeError(
             f"mpiexec started {found[1]} processes ({found[0]}={found[1]}) but MPI sees "

@@ -4,14 +4,22 @@ CPU tensors travel as host buffers through ``MPI_Allreduce``/``MPI_Bcast`` (in p
 ``MPI.IN_PLACE``, no extra copy for a contiguous tensor). GPU tensors go through NCCL
 (:mod:`nnkit.backends.nccl`): the first GPU collective makes rank 0 create an NCCL id,
 broadcasts it over MPI and opens an NCCL communicator on the tensor's GPU.
+
+Every collective runs under a :class:`~nnkit.distributed.watchdog.Watchdog`: one that
+is still waiting ``timeout`` seconds after it began (a rank stuck, but not crashed)
+prints one line naming the rank and the collective to stderr and aborts the whole job.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from typing import Any
 
 from nnkit.backends import collective, nccl
 from nnkit.distributed.communicator import Communicator
+from nnkit.distributed.watchdog import Watchdog, check_timeout, resolve_timeout
 
 __all__ = ["MPICommunicator", "import_mpi"]
 
@@ -41,11 +49,22 @@ def import_mpi(reason: str = "") -> Any:
 class MPICommunicator(Communicator):
     """The ranks of an MPI communicator (``MPI.COMM_WORLD`` by default).
 
+    A collective still in progress ``timeout`` seconds after it began (some rank
+    stopped taking part without crashing) makes this rank print one line to stderr,
+    naming itself, the collective and how long it waited, and call :meth:`abort`, which
+    ends every rank. Only the host side of an NCCL collective is watched (joining the
+    NCCL communicator, queueing the operation), not its completion on the GPU.
+
     Args:
         comm: an ``mpi4py`` communicator; None for ``COMM_WORLD``.
+        timeout: seconds a collective may wait for the other ranks; None for the
+            environment variable ``NNKIT_DISTRIBUTED_TIMEOUT`` if set, else 1800 (30
+            minutes, torch's default). Settable later through :attr:`timeout`.
 
     Raises:
         RuntimeError: if mpi4py is not installed.
+        ValueError: if ``timeout`` (or, when it is None, ``NNKIT_DISTRIBUTED_TIMEOUT``)
+            is not a positive number of seconds.
 
     Example:
         >>> # mpiexec -n 2 python -c "..."
@@ -54,42 +73,75 @@ class MPICommunicator(Communicator):
         1.0
     """
 
-    def __init__(self, comm: Any = None) -> None:
+    def __init__(self, comm: Any = None, *, timeout: float | None = None) -> None:
+        seconds = resolve_timeout(timeout)
         self._MPI = import_mpi()
         self.comm = self._MPI.COMM_WORLD if comm is None else comm
         self.rank, self.world_size = self.comm.Get_rank(), self.comm.Get_size()
         self._nccl: nccl.NcclGroup | None = None
+        self._watchdog = Watchdog(seconds, self._timed_out,
+                                  prefix=f"[rank {self.rank} of {self.world_size}]")
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a collective may wait for the other ranks before the job is aborted.
+
+        Raises:
+            ValueError: when set to anything but a positive number.
+        """
+        return self._watchdog.timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._watchdog.timeout = check_timeout(seconds)
+
+    def _timed_out(self, message: str) -> None:
+        """The watchdog's verdict (called from its thread while the main thread waits in
+        MPI): print ``message``, then end every rank."""
+        print(message, file=sys.stderr, flush=True)
+        time.sleep(0.2)  # let mpiexec forward the line before it ends every rank
+        try:
+            if self._MPI.Query_thread() >= self._MPI.THREAD_MULTIPLE:
+                self.abort(1)  # MPI_Abort from a second thread needs MPI_THREAD_MULTIPLE
+        finally:  # without it (or if Abort returned): mpiexec ends the job when we exit
+            _flush()
+            os._exit(1)
 
     def abort(self, code: int = 1) -> None:
         """``MPI_Abort``: mpiexec ends every rank; stdout and stderr are flushed first."""
-        import sys
-
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        _flush()
         self.comm.Abort(code)
 
     def barrier(self) -> None:
         """``MPI_Barrier``."""
-        self.comm.Barrier()
+        with self._watchdog.watch("barrier"):
+            self.comm.Barrier()
 
     def _allreduce_mat(self, mat: Any, op: str) -> None:
-        if nccl.supports(mat):
-            self._nccl_group(mat).allreduce_(mat, op)
-            return
-        buffer = collective.host_buffer(mat)
-        ops = {"sum": self._MPI.SUM, "max": self._MPI.MAX, "min": self._MPI.MIN}
-        self.comm.Allreduce(self._MPI.IN_PLACE, buffer, op=ops[op])
+        dog = self._watchdog
+        dog.begin(lambda: f"allreduce ({op}) of {_values(mat)}")
+        try:
+            if nccl.supports(mat):
+                self._nccl_group(mat).allreduce_(mat, op)
+                return
+            buffer = collective.host_buffer(mat)
+            ops = {"sum": self._MPI.SUM, "max": self._MPI.MAX, "min": self._MPI.MIN}
+            self.comm.Allreduce(self._MPI.IN_PLACE, buffer, op=ops[op])
+        finally:
+            dog.end()
         collective.commit_host_buffer(mat, buffer)
 
     def _broadcast_mat(self, mat: Any, root: int) -> None:
-        if nccl.supports(mat):
-            self._nccl_group(mat).broadcast_(mat, root)
-            return
-        buffer = collective.host_buffer(mat)
-        self.comm.Bcast(buffer, root=root)
+        dog = self._watchdog
+        dog.begin(lambda: f"broadcast from rank {root} of {_values(mat)}")
+        try:
+            if nccl.supports(mat):
+                self._nccl_group(mat).broadcast_(mat, root)
+                return
+            buffer = collective.host_buffer(mat)
+            self.comm.Bcast(buffer, root=root)
+        finally:
+            dog.end()
         collective.commit_host_buffer(mat, buffer)
 
     def _nccl_group(self, mat: Any) -> nccl.NcclGroup:
@@ -106,3 +158,16 @@ class MPICommunicator(Communicator):
                 "(use one GPU per rank)"
             )
         return self._nccl
+
+
+def _values(mat: Any) -> str:
+    """``'12345 float32 values'`` (what a collective moves, for the watchdog's message)."""
+    return f"{mat.size} {mat.dtype} values"
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass

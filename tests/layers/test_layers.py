@@ -67,6 +67,9 @@ CASES = [
     LayerCase(nn.BatchNorm1d, {}, (4, 3), (4, 3), 6, args=(3,)),
     LayerCase(nn.BatchNorm1d, {"momentum": None}, (4, 3, 5), (4, 3, 5), 6, args=(3,)),
     LayerCase(nn.BatchNorm2d, {}, (4, 3, 2, 2), (4, 3, 2, 2), 6, args=(3,)),
+    # without a group of ranks (see tests/distributed/test_sync_batchnorm.py): BatchNorm
+    LayerCase(nn.SyncBatchNorm, {}, (4, 3, 2, 2), (4, 3, 2, 2), 6, args=(3,)),
+    LayerCase(nn.SyncBatchNorm, {"momentum": None}, (4, 3), (4, 3), 6, args=(3,)),
     LayerCase(nn.LayerNorm, {}, (2, 3, 5), (2, 3, 5), 10, args=(5,)),
     LayerCase(nn.LayerNorm, {"elementwise_affine": False}, (2, 3, 5), (2, 3, 5), 0,
               args=((3, 5),)),
