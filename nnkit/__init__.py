@@ -2,7 +2,8 @@
 
 The public surface (DESIGN §3) is re-exported here: tensors and their factories,
 dtypes and devices, grad modes, every tensor op as a function, and the subpackages
-``nnkit.nn`` / ``nnkit.layers``, ``nnkit.optim``, ``nnkit.data`` (imported lazily).
+``nnkit.nn`` / ``nnkit.layers``, ``nnkit.optim``, ``nnkit.data``, ``nnkit.metrics``
+(imported lazily).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ long = int64
 int = int32  # noqa: A001
 
 _LAZY_MODULES = {"nn", "layers", "optim", "data", "io", "cli", "callbacks", "cuda", "random",
-                 "distributed"}
+                 "distributed", "metrics"}
 _LAZY_NAMES = {"Sequential": "nnkit.layers", "Model": "nnkit.layers",
                "Parameter": "nnkit.layers", "Module": "nnkit.layers"}
 
