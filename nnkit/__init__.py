@@ -75,9 +75,11 @@ long = int64
 int = int32  # noqa: A001
 
 _LAZY_MODULES = {"nn", "layers", "optim", "data", "io", "cli", "callbacks", "cuda", "random",
-                 "distributed", "metrics"}
+                 "distributed", "metrics", "saving"}
 _LAZY_NAMES = {"Sequential": "nnkit.layers", "Model": "nnkit.layers",
-               "Parameter": "nnkit.layers", "Module": "nnkit.layers"}
+               "Parameter": "nnkit.layers", "Module": "nnkit.layers", "Input": "nnkit.layers",
+               "KerasTensor": "nnkit.layers", "clear_session": "nnkit.layers",
+               "load_model": "nnkit.saving"}
 
 
 def __getattr__(name: str):

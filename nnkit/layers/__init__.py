@@ -21,6 +21,8 @@ from nnkit.layers.container import ModuleDict, ModuleList, Sequential
 from nnkit.layers.conv import Conv1d, Conv2d
 from nnkit.layers.dropout import Dropout
 from nnkit.layers.embedding import Embedding
+from nnkit.layers.functional_model import Functional
+from nnkit.layers.input_layer import Input, InputLayer
 from nnkit.layers.linear import Dense, Flatten, Identity, Linear
 from nnkit.layers.loss import (
                                      BCELoss,
@@ -32,11 +34,31 @@ from nnkit.layers.loss import (
                                      NLLLoss,
                                      SmoothL1Loss,
 )
+from nnkit.layers.merge import (
+                                     Add,
+                                     Average,
+                                     Concatenate,
+                                     Dot,
+                                     Maximum,
+                                     Minimum,
+                                     Multiply,
+                                     Subtract,
+                                     add,
+                                     average,
+                                     concatenate,
+                                     dot,
+                                     maximum,
+                                     minimum,
+                                     multiply,
+                                     subtract,
+)
 from nnkit.layers.model import Model
 from nnkit.layers.module import Module, NotBuiltError, Parameter
+from nnkit.layers.naming import clear_session
 from nnkit.layers.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nnkit.layers.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from nnkit.layers.recurrent import GRU, LSTM, RNN
+from nnkit.layers.symbolic import KerasTensor
 
 __all__ = [
     "Module", "Parameter", "NotBuiltError", "Model",
@@ -49,4 +71,7 @@ __all__ = [
     "Softplus",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",
     "BCELoss", "BCEWithLogitsLoss",
+    "Input", "InputLayer", "Functional", "KerasTensor", "clear_session",
+    "Concatenate", "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Dot",
+    "concatenate", "add", "subtract", "multiply", "average", "maximum", "minimum", "dot",
 ]

@@ -40,6 +40,25 @@ class Sequential(Model):
         for module in args:
             self.append(module)
 
+    def get_config(self) -> dict:
+        """``{'layers': [...]}`` (and their names unless ``'0'``, ``'1'``, ...); a subclass
+        with its own constructor describes itself by that constructor's arguments."""
+        if getattr(type(self).__init__, "__wrapped__", None) is not _SEQUENTIAL_INIT:
+            return super().get_config()
+        names = list(self._modules)
+        config = {"layers": list(self._modules.values())}
+        if names != [str(i) for i in range(len(names))]:
+            config["names"] = names
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> Sequential:
+        """A Sequential from :meth:`get_config`'s dict."""
+        if getattr(cls.__init__, "__wrapped__", None) is not _SEQUENTIAL_INIT:
+            return super().from_config(config)
+        layers, names = config["layers"], config.get("names")
+        return cls(OrderedDict(zip(names, layers))) if names else cls(list(layers))
+
     def forward(self, input):
         for module in self._modules.values():
             input = module(input)
@@ -133,6 +152,10 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
+
+    def get_config(self) -> dict:
+        """``{'modules': [...]}``: the modules it holds now."""
+        return {"modules": list(self._modules.values())}
     def append(self, module: Module) -> "ModuleList":
         """Add ``module`` at the end; returns self."""
         self.add_module(str(len(self._modules)), module)
@@ -200,6 +223,10 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
+
+    def get_config(self) -> dict:
+        """``{'modules': {...}}``: the modules it holds now, by name."""
+        return {"modules": dict(self._modules)}
     def __getitem__(self, key: str) -> Module:
         return self._modules[key]
 
@@ -244,3 +271,6 @@ class ModuleDict(Module):
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict is a container, not a layer: index it in your "
                                   "forward")
+
+
+_SEQUENTIAL_INIT = Sequential.__init__.__wrapped__

@@ -1,31 +1,32 @@
 """``Model``: a Module that is a whole network, the home of the Keras training API.
 
 ``compile``/``fit``/``evaluate``/``predict``/``save`` come from
-:class:`nnkit.training.Trainer` (DESIGN §3, "Training"); this file adds
-:meth:`Model.summary`.
+:class:`nnkit.training.Trainer` (DESIGN §3, "Training"); this file adds ``build``,
+``count_params``, ``get_layer`` and :meth:`Model.summary` (laid out by
+:mod:`nnkit.layers.summary`). ``nnkit.Model(inputs, outputs)`` returns a functional
+model (:class:`nnkit.layers.functional_model.Functional`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from nnkit.autograd.factories import zeros
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import int64
 from nnkit.layers.embedding import Embedding
 from nnkit.layers.module import Module
+from nnkit.layers.summary import listed_layers, print_summary, weight_counts
 from nnkit.training.trainer import Trainer
 
 __all__ = ["Model"]
 
 
-def _shape_of(out) -> str:
-    if isinstance(out, Tensor):
-        return str((None,) + tuple(out.shape[1:]))
-    if isinstance(out, (tuple, list)) and out:
-        return _shape_of(out[0])
-    return "?"
+def functional_init_arguments(args: tuple, kwargs: dict) -> bool:
+    """Whether ``Model(...)`` was given ``inputs`` and ``outputs`` (Keras's test)."""
+    return (len(args) == 2 or (len(args) == 1 and "outputs" in kwargs)
+            or ("inputs" in kwargs and "outputs" in kwargs))
 
 
 class Model(Trainer, Module):
@@ -46,6 +47,14 @@ class Model(Trainer, Module):
         >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
         >>> history = model.fit(x_train, y_train, epochs=5, validation_split=0.1)
     """
+
+    def __new__(cls, *args, **kwargs):
+        # ``nnkit.Model(inputs, outputs)`` is a functional model, as in Keras 3
+        if cls is Model and functional_init_arguments(args, kwargs):
+            from nnkit.layers.functional_model import Functional
+
+            return Functional.__new__(Functional, *args, **kwargs)
+        return super().__new__(cls, *args, **kwargs)
 
     def build(self, input_shape: tuple | list) -> None:
         """Build every lazily built layer for inputs of ``input_shape`` (Keras's ``build``).
@@ -79,72 +88,80 @@ class Model(Trainer, Module):
         self._sample_shape = shapes[0][1:]
 
     def count_params(self) -> int:
-        """The number of parameters (Keras's ``count_params``).
+        """The number of weights (Keras's ``count_params``): the parameters and the
+        non-trainable floating buffers, such as BatchNorm's running statistics.
 
         Raises:
             NotBuiltError: if a lazily built layer has not been built yet (call
                 :meth:`build` or the model on a batch first).
         """
         self.check_built()
-        return self._counts()[0]
+        counts = weight_counts(self)
+        return counts["trainable"][0] + counts["non_trainable"][0]
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Module:
+        """A layer by name or by index in :attr:`layers` (Keras's ``get_layer``).
+
+        A subclassed model's layers are its direct children (the layers held by a
+        ``ModuleList``/``ModuleDict`` child included).
+
+        Raises:
+            ValueError: for both or neither of ``name`` and ``index``, an index out of
+                range, or no layer of that name (the message lists the names).
+
+        Example:
+            >>> model.get_layer("dense_1").weight.shape
+            (10, 64)
+        """
+        layers = listed_layers(self)
+        if index is not None and name is not None:
+            raise ValueError("Provide only a layer name or a layer index. Received: "
+                             f"index={index}, name={name}.")
+        if index is not None:
+            if len(layers) <= index:
+                raise ValueError(f"Was asked to retrieve layer at index {index} but model only "
+                                 f"has {len(layers)} layers.")
+            return layers[index]
+        if name is not None:
+            for layer in layers:
+                if layer.name == name:
+                    return layer
+            raise ValueError(f"No such layer: {name}. Existing layers are: "
+                             f"{[layer.name for layer in layers]}.")
+        raise ValueError("Provide either a layer name or layer index at `get_layer`.")
 
     def summary(self, input_shape: tuple | None = None,
-                print_fn: Callable[[str], None] = print) -> None:
-        """Print a Keras-like table: each layer, its output shape and its parameter count.
+                print_fn: Callable[[str], None] = print, *, line_length: int | None = None,
+                positions: list[float] | None = None, expand_nested: bool = False,
+                show_trainable: bool = False, layer_range: Any = None) -> None:
+        """Print Keras 3's summary: each layer (``dense (Dense)``), its output shape and
+        weight count (and what it is connected to, in a functional model that is not a
+        chain), then the total, trainable, non-trainable and (after training started)
+        optimizer parameter counts with their sizes (see :mod:`nnkit.layers.summary`).
 
         Args:
-            input_shape: the shape of one input *without* the batch dimension; when
-                given, a batch of one zero sample is run through the model (in eval mode,
-                without gradients) to find each layer's output shape and build lazy layers.
-                Defaults to the input shape ``fit`` saw, if any.
+            input_shape: for a Sequential or subclassed model, the shape of one input
+                *without* the batch dimension; a batch of one zero sample is run through
+                the model (in eval mode, without gradients) to find each layer's output
+                shape and build lazy layers. Defaults to the shape ``fit``/``build`` saw.
+                A functional model knows its shapes.
             print_fn: where each line goes (default ``print``).
+            line_length: the table's width (Keras's default: 88, or 108 with the
+                Connected to column).
+            positions: the columns' right edges as fractions of ``line_length``.
+            expand_nested: also list the layers of nested models, indented.
+            show_trainable: add a column saying whether each layer is trainable.
+            layer_range: ``(first, last)`` layer names (or regexes) to list only those.
+
+        Example:
+            >>> model = nnkit.Sequential([Dense(64, activation="relu"), Dense(10)])
+            >>> model.build((None, 20)); model.summary()
+            Model: "sequential"
+            ...
+             Total params: 1,994 (7.79 KB)
         """
-        shapes: dict[Module, str] = {}
         if input_shape is None:
             input_shape = self.__dict__.get("_sample_shape")
-        if input_shape is not None:
-            self._trace_shapes(tuple(input_shape), shapes)
-        header = ("Layer (type)", "Output Shape", "Param #")
-        rows = [(f"{name} ({type(m).__name__})", shapes.get(m, "?"), self._own_count(m))
-                for name, m in self.named_modules() if name and not m._modules]
-        widths = [max(len(r[i]) for r in rows + [header]) + 2 for i in range(2)]
-        rule = "=" * (sum(widths) + max(len(r[2]) for r in rows + [header]))
-        lines = [f'Model: "{self._get_name()}"', rule]
-        lines += [r[0].ljust(widths[0]) + r[1].ljust(widths[1]) + r[2] for r in [header] + rows]
-        lines.insert(3, rule)
-        total, trainable = self._counts()
-        if all(m.built for m in self.modules()):
-            lines += [rule, f"Total params: {total:,}", f"Trainable params: {trainable:,}",
-                      f"Non-trainable params: {total - trainable:,}", rule]
-        else:
-            lines += [rule, f"Total params: ? (built layers: {total:,}; call the model on a "
-                      "batch or pass input_shape= to build the rest)", rule]
-        for line in lines:
-            print_fn(line)
-
-    def _trace_shapes(self, input_shape: tuple, shapes: dict) -> None:
-        handles = [m.register_forward_hook(lambda mod, args, out: shapes.__setitem__(
-            mod, _shape_of(out))) for m in self.modules()]
-        was_training = self.training
-        try:
-            self.eval()
-            with no_grad():  # the probe batch goes where the (built) weights live
-                dev = next((t.device for store in ("_parameters", "_buffers")
-                            for _, t in self._named_members(store, "", True)), None)
-                self(zeros((1,) + input_shape, device=dev))
-        finally:
-            self.train(was_training)
-            for h in handles:
-                h.remove()
-
-    @staticmethod
-    def _own_count(m: Module) -> str:
-        if not m.built:
-            return "? (unbuilt)"
-        return f"{sum(p.numel() for p in m._parameters.values() if p is not None):,}"
-
-    def _counts(self) -> tuple[int, int]:
-        """Total and trainable parameter counts of the built layers."""
-        params = list(self._named_members("_parameters", "", True))
-        return (sum(p.numel() for _, p in params),
-                sum(p.numel() for _, p in params if p.requires_grad))
+        print_summary(self, input_shape, print_fn, line_length=line_length,
+                      positions=positions, expand_nested=expand_nested,
+                      show_trainable=show_trainable, layer_range=layer_range)

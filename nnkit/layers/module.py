@@ -10,6 +10,8 @@ layer whose ``built`` is False creates its weights at its first call.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
@@ -20,6 +22,8 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor, TensorImpl
 from nnkit.backends.device import Device
 from nnkit.backends.dtypes import DType, to_dtype
+from nnkit.layers import naming
+from nnkit.layers.symbolic import inbound_nodes, is_symbolic_call, symbolic_call
 
 __all__ = ["Module", "Parameter", "NotBuiltError"]
 
@@ -112,6 +116,8 @@ class Module:
     Attributes:
         training: whether the module is in training mode (see :meth:`train`).
         built: whether the weights exist (always True for eagerly built layers).
+        name: Keras's layer name: ``name=`` given to any layer, else ``dense``,
+            ``dense_1``, ... (:mod:`nnkit.layers.naming`); never a state_dict key here.
 
     Example:
         >>> class MLP(Module):
@@ -128,8 +134,39 @@ class Module:
     built = True
     _version = 1
 
-    def __init__(self) -> None:
+    def __init_subclass__(cls, **kwargs) -> None:
+        # Remember the arguments of the outermost constructor call: get_config() is then
+        # those arguments, for any layer (Keras asks every layer to write get_config).
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_records_config", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):  # noqa: N807
+            kw = naming.without_name(init, kw)  # Module.__new__ has taken the name
+            if "_init_arguments" not in self.__dict__:
+                self.__dict__["_init_arguments"] = (args, kw)
+            init(self, *args, **kw)
+
+        __init__._records_config = True
+        cls.__init__ = __init__
+
+    def __new__(cls, *args, **kwargs):
+        # Keras's layer name, given (``name=``) or snake_case class name made unique;
+        # taken before __init__ so that a layer is numbered before the layers it creates.
+        module = super().__new__(cls)
+        name = kwargs.get("name")
+        module.__dict__["name"] = (naming.auto_name(cls.__name__) if name is None
+                                   else naming.check_name(name))
+        return module
+
+    def __init__(self, name: str | None = None) -> None:
         d = self.__dict__
+        if name is not None:
+            d["name"] = naming.check_name(name)
+        elif "name" not in d:
+            d["name"] = naming.auto_name(type(self).__name__)
         d["training"] = True
         d["_parameters"] = OrderedDict()
         d["_buffers"] = OrderedDict()
@@ -145,6 +182,8 @@ class Module:
 
     # ------------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
+        if not isinstance(args[0] if args else None, Tensor) and is_symbolic_call(args, kwargs):
+            return symbolic_call(self, args, kwargs)  # functional API: record a graph node
         if not self.built:
             self._build_from(args[0] if args else next(iter(kwargs.values()), None))
         if self._forward_pre_hooks:
@@ -177,9 +216,63 @@ class Module:
                             f"which must be a Tensor, got {type(x).__name__}")
         self.build(tuple(x.shape))
         self.built = True
+        self.__dict__["_build_shape"] = tuple(x.shape)
         dtype = x.dtype if x.is_floating_point() else None
         self._apply(lambda t: t.to(device=x.device, dtype=dtype if t.is_floating_point()
                                    else None), recurse=False)
+
+    # ------------------------------------------------------------ config
+    def get_config(self) -> dict:
+        """The arguments that rebuild this module with :meth:`from_config` (Keras).
+
+        By default, the arguments its constructor was called with (defaults included);
+        a module whose state is not described by them overrides this.
+
+        Raises:
+            NotImplementedError: if the constructor's arguments are unknown.
+
+        Example:
+            >>> Dense(4, activation="relu").get_config()["units"]
+            4
+        """
+        recorded = self.__dict__.get("_init_arguments")
+        if recorded is None and type(self).__init__ is Module.__init__:
+            recorded = ((), {})  # a module whose constructor takes no arguments
+        if recorded is None:
+            raise NotImplementedError(f"{type(self).__name__} cannot describe itself: define "
+                                      "get_config() (and from_config() if needed)")
+        signature = inspect.signature(type(self).__init__)
+        bound = signature.bind(self, *recorded[0], **recorded[1])
+        bound.apply_defaults()
+        config = {}
+        for name, parameter in list(signature.parameters.items())[1:]:
+            value = bound.arguments[name]
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                config.update(value)
+            else:
+                config[name] = list(value) if parameter.kind is (
+                    inspect.Parameter.VAR_POSITIONAL) else value
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict):
+        """A new module from what :meth:`get_config` returned."""
+        config = dict(config)
+        positional = [name for name, p in inspect.signature(cls.__init__).parameters.items()
+                      if p.kind is inspect.Parameter.VAR_POSITIONAL]
+        args = config.pop(positional[0], []) if positional else []
+        return cls(*args, **config)
+
+    def get_build_config(self) -> dict | None:
+        """The input shape a lazily built layer was built for (None if not lazy)."""
+        shape = self.__dict__.get("_build_shape")
+        return None if shape is None else {"input_shape": list(shape)}
+
+    def build_from_config(self, config: dict) -> None:
+        """Build the weights for the saved input shape, as the first call did."""
+        self.build(tuple(config["input_shape"]))
+        self.built = True
+        self.__dict__["_build_shape"] = tuple(config["input_shape"])
 
     def _describe(self) -> str:
         return f"{self._get_name()}({self.extra_repr()})"
@@ -302,6 +395,9 @@ class Module:
             store = d.get(key)
             if store is not None and name in store:
                 return store[name]
+        if name in ("input", "output") and d.get("_inbound_nodes"):  # Keras's layer.output
+            found = getattr(inbound_nodes(self)[0], f"{name}_tensors")
+            return found[0] if len(found) == 1 else found
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:

@@ -12,21 +12,27 @@ class Saving:
     """Mixin of :class:`~nnkit.training.Trainer`: writes and reads a model's files."""
 
     def save(self, path: str) -> None:
-        """Save a full checkpoint: weights, optimizer state and the compile config (JSON).
+        """Save the whole model to one file: architecture (each layer's ``get_config``),
+        weights, optimizer state and compile settings; :func:`nnkit.load_model` rebuilds it.
 
         Args:
             path: the HDF5 file to write (atomically).
 
         Raises:
             NotBuiltError: if a lazily built layer has not been built yet.
+            SerializationError: if a layer (or a loss or metric object) cannot describe
+                itself; the message names it (see
+                :func:`nnkit.saving.register_serializable`).
 
         Example:
             >>> model.save("model.h5")
-            >>> nnkit.io.load_checkpoint("model.h5", model=model, optimizer=model.optimizer)
+            >>> model = nnkit.load_model("model.h5")
         """
         from nnkit import io
+        from nnkit.saving.model_file import model_config
 
-        config = None if self._compiled is None else self._compiled.to_json()
+        self.check_built()
+        config = model_config(self, self._compiled)
         io.save_checkpoint(path, model=self, optimizer=self.optimizer, config=config)
 
     def save_weights(self, path: str) -> None:

@@ -355,15 +355,17 @@ def test_module_list_and_dict_register_their_members():
 
 
 def test_summary_prints_a_table(capsys):
-    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.Flatten(), nn.Dense(10))
+    conv = nn.Conv2d(1, 4, 3)
+    model = nn.Sequential(conv, nn.Flatten(), nn.Dense(10))
     model.summary(input_shape=(1, 6, 6))
     text = capsys.readouterr().out
-    assert "0 (Conv2d)" in text and "(None, 4, 4, 4)" in text and "(None, 10)" in text
-    assert "Total params: 690" in text
+    assert f"{conv.name} (Conv2d)" in text and "(None, 4, 4, 4)" in text
+    assert "(None, 10)" in text and "Total params: 690 (2.70 KB)" in text
 
 
 def test_summary_of_an_unbuilt_model_says_so(capsys):
     model = nn.Sequential(nn.Linear(3, 4), nn.Dense(2))
     model.summary()
     text = capsys.readouterr().out
-    assert "? (unbuilt)" in text and "Total params: ?" in text and "built layers: 16" in text
+    # Keras's layout: an unbuilt layer counts 0 and the totals count the built weights
+    assert "0 (unbuilt)" in text and "Total params: 16 (64.00 B)" in text

@@ -1,0 +1,171 @@
+"""Whole-model files: ``model.save`` -> ``nnkit.load_model`` rebuilds the architecture,
+the weights, the compile settings and the optimizer state, in a fresh process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nnkit
+from nnkit import nn
+from nnkit.io import CheckpointError
+from nnkit.saving import SerializationError, deserialize, serialize
+from tests.layers.test_layers import CASES, _input, _make, _run
+
+pytest.importorskip("h5py")
+ROOT = Path(__file__).resolve().parents[2]
+
+TRAIN = """
+import sys
+import numpy as np
+import nnkit
+from nnkit.nn import BatchNorm1d, Dense, Dropout
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(64, 6)).astype("f4")
+y = rng.integers(0, 3, 64)
+out = sys.argv[1]
+if sys.argv[2] == "save":
+    nnkit.manual_seed(0)
+    model = nnkit.Sequential([Dense(16, activation="relu"), BatchNorm1d(16), Dropout(0.2),
+                              Dense(3)])
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"], lr=0.01)
+    model.fit(x, y, epochs=2, batch_size=16, verbose=0, seed=1)
+    model.save(f"{out}/model.h5")
+else:
+    model = nnkit.load_model(f"{out}/model.h5")
+np.save(f"{out}/{sys.argv[2]}_pred.npy", model.predict(x, verbose=0))
+nnkit.manual_seed(5)
+history = model.fit(x, y, epochs=1, batch_size=16, verbose=0, seed=2)
+np.savez(f"{out}/{sys.argv[2]}_after.npz", *[p.detach().numpy() for p in model.parameters()],
+         loss=history.history["loss"], accuracy=history.history["accuracy"])
+"""
+
+
+def test_load_model_in_a_fresh_process_predicts_and_trains_on_exactly(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(TRAIN))
+    for step in ("save", "load"):
+        result = subprocess.run([sys.executable, script, tmp_path, step], cwd=ROOT,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "save_pred.npy"),
+                                  np.load(tmp_path / "load_pred.npy"))
+    a, b = np.load(tmp_path / "save_after.npz"), np.load(tmp_path / "load_after.npz")
+    assert sorted(a.files) == sorted(b.files)
+    for key in a.files:  # Adam's moments and step count came back: the same next epoch
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_every_layer_rebuilds_from_its_config(case):
+    layer = _make(case, "cpu", 0)
+    x = _input(case, "cpu")
+    layer.eval()
+    expected = _run(case, layer, x)
+    config = json.loads(json.dumps(serialize(layer)))  # through JSON text, as in a file
+    rebuilt = deserialize(config)
+    assert type(rebuilt) is type(layer)
+    rebuilt.load_state_dict(layer.state_dict())
+    rebuilt.eval()
+    np.testing.assert_array_equal(_run(case, rebuilt, x).detach().numpy(),
+                                  expected.detach().numpy())
+
+
+@nnkit.saving.register_serializable(package="tests")
+class Scale(nn.Module):
+    def __init__(self, factor=2.0):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+class Unregistered(nn.Module):
+    def __init__(self, factor=3.0):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+def compiled(*layers):
+    nnkit.manual_seed(0)
+    model = nnkit.Sequential(list(layers))
+    model.compile("sgd", "mse", lr=0.1)
+    model.build((None, 4))
+    return model
+
+
+def test_user_layers_registered_or_given_as_custom_objects(tmp_path):
+    model = compiled(nn.Dense(3), Scale(0.5))
+    model.save(tmp_path / "a.h5")
+    loaded = nnkit.load_model(tmp_path / "a.h5")
+    assert isinstance(loaded[1], Scale) and loaded[1].factor == 0.5
+    model = compiled(nn.Dense(3), Unregistered(4.0))
+    model.save(tmp_path / "b.h5")
+    with pytest.raises(SerializationError, match=r"'Unregistered'.*register_serializable.*"
+                                                 r"custom_objects"):
+        nnkit.load_model(tmp_path / "b.h5")
+    loaded = nnkit.load_model(tmp_path / "b.h5", custom_objects={"Unregistered": Unregistered})
+    x = nnkit.randn(2, 4)
+    np.testing.assert_array_equal(loaded(x).detach().numpy(), model(x).detach().numpy())
+    with nnkit.saving.custom_object_scope({"Unregistered": Unregistered}):
+        assert isinstance(nnkit.load_model(tmp_path / "b.h5", compile=False)[1], Unregistered)
+
+
+def test_a_file_never_imports_a_module_it_names(tmp_path):
+    config = {"module": "os", "class_name": "system", "config": {}}
+    with pytest.raises(SerializationError, match="Could not locate class 'system'"):
+        deserialize(config)
+    with pytest.raises(SerializationError, match="Could not locate function"):
+        deserialize({"module": "nnkit.layers.linear", "class_name": "Dense",
+                     "config": {"units": 2, "activation": {"__function__": "os:system"}}})
+
+
+def test_files_without_an_architecture_and_unsavable_layers(tmp_path):
+    model = compiled(nn.Dense(3))
+    model.save_weights(tmp_path / "w.h5")
+    with pytest.raises(CheckpointError, match="holds no model architecture.*load_weights"):
+        nnkit.load_model(tmp_path / "w.h5")
+
+    class Holder(nn.Module):
+        def __init__(self, table):
+            super().__init__()
+            self.table = table
+
+        def forward(self, x):
+            return x
+
+    model = compiled(Holder(nnkit.zeros(3)))
+    with pytest.raises(SerializationError, match=r"Holder\(table=...\): a Tensor cannot be "
+                                                 "saved"):
+        model.save(tmp_path / "h.h5")
+    assert not (tmp_path / "h.h5").exists()
+
+
+def test_compile_settings_come_back(tmp_path):
+    nnkit.manual_seed(0)
+    model = nnkit.Sequential([nn.Dense(4), nn.Dense(3)])
+    model.compile(nnkit.optim.RMSprop, nn.CrossEntropyLoss(label_smoothing=0.1),
+                  metrics=["accuracy", "top_k_accuracy"], lr=0.003)
+    x = np.random.default_rng(0).normal(size=(16, 5)).astype("f4")
+    y = np.arange(16) % 3
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / "m.h5")
+    loaded = nnkit.load_model(tmp_path / "m.h5")
+    assert type(loaded.optimizer) is nnkit.optim.RMSprop
+    assert loaded.optimizer.param_groups[0]["lr"] == 0.003
+    assert isinstance(loaded._compiled.loss, nn.CrossEntropyLoss)
+    assert loaded._compiled.loss.label_smoothing == 0.1
+    assert [name for name, _ in loaded._compiled.metrics] == ["accuracy", "top_k_accuracy"]
+    assert loaded.evaluate(x, y, verbose=0) == model.evaluate(x, y, verbose=0)
+    assert nnkit.load_model(tmp_path / "m.h5", compile=False).optimizer is None
