@@ -9,7 +9,6 @@ take ``(y_pred, y_true)`` like every nnkit loss, and models return logits, so
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,31 +105,117 @@ def resolve_loss(loss: Any) -> Callable | list[Callable] | None:
     return loss
 
 
-def resolve_metrics(metrics: Any) -> list[tuple[str, Callable]]:
-    """``[(log_name, fn), ...]`` for metric names and callables.
+class StatefulMetric:
+    """A :class:`nnkit.metrics.Metric` of ``compile``: updated batch after batch, reset at
+    each epoch and each evaluation, its value exact over all samples seen (not a mean of
+    batch means). A name is resolved at the first batch, from the targets' and outputs'
+    shapes as Keras does (``'accuracy'`` of class indices is sparse categorical accuracy).
 
-    A name logs under itself (``'acc'`` logs ``acc``); a callable under its
-    ``__name__`` (or its class name).
+    Args:
+        name: the log name.
+        identifier: a Metric, or a name for :func:`nnkit.metrics.get_for_outputs`.
+        weighted: a ``weighted_metrics`` entry (updated with the sample weights).
+    """
+
+    def __init__(self, name: str, identifier: Any, *, weighted: bool) -> None:
+        from nnkit.metrics import Metric
+
+        self.name, self.identifier, self.weighted = name, identifier, weighted
+        self.metric = identifier if isinstance(identifier, Metric) else None
+        self._pending: list | None = None  # restored state for a metric not resolved yet
+
+    def update(self, y: Any, y_pred: Any, sample_weight: Any) -> None:
+        """Add one batch (``sample_weight`` is ignored unless ``weighted``)."""
+        if self.metric is None:
+            from nnkit.metrics import get_for_outputs
+
+            self.metric = get_for_outputs(self.identifier, y, y_pred)
+        if self._pending is not None:
+            self.metric.update_state(y[:0], y_pred[:0])  # creates lazily made state
+            self.metric.set_variables(self._pending)
+            self._pending = None
+        weight = sample_weight if self.weighted else None
+        self.metric.update_state(y, y_pred, sample_weight=weight)
+
+    def reset(self) -> None:
+        """Forget every sample seen."""
+        self._pending = None
+        if self.metric is not None:
+            self.metric.reset_state()
+
+    def result(self) -> float:
+        """The value over every sample since the last reset (NaN before any)."""
+        if self.metric is None or not self.metric.variables:
+            return float("nan")
+        value = self.metric.result()
+        return float(value.item()) if value.numel() == 1 else value.detach().numpy().tolist()
+
+    def state(self) -> list:
+        """The metric's variables as arrays (a checkpoint keeps them mid-epoch)."""
+        if self._pending is not None:
+            return list(self._pending)
+        return [] if self.metric is None else [v.detach().numpy().copy()
+                                               for v in self.metric.variables]
+
+    def load_state(self, arrays: list) -> None:
+        """Restore :meth:`state` (applied at the first batch if not resolved yet)."""
+        self.reset()
+        if not arrays:
+            return
+        if self.metric is None or not self.metric.variables:
+            self._pending = list(arrays)
+        else:
+            self.metric.set_variables(list(arrays))
+
+    def allreduce(self, comm: Any) -> None:
+        """Sum the variables over the ranks of ``comm`` (every rank must hold them)."""
+        if self.metric is not None:
+            for variable in self.metric.variables:
+                comm.allreduce_(variable)
+
+
+def resolve_metrics(metrics: Any, weighted: bool = False) -> list[tuple[str, Any]]:
+    """``[(log_name, fn or StatefulMetric), ...]`` for ``compile``'s metrics.
+
+    Names of nnkit's metric functions (``'accuracy'``, ``'mae'``, ...; means of batch
+    values, exact for these) and callables ``fn(y_pred, y_true)`` are functions; other
+    names (``'auc'``, ``'precision'``, ...) and :class:`nnkit.metrics.Metric` objects are
+    stateful. Every ``weighted_metrics`` entry is stateful. A name logs under itself
+    (``'acc'`` logs ``acc``); a callable under its ``__name__``, a Metric under its name.
 
     Raises:
         ValueError: for an unknown name or two metrics logging under one name.
-        TypeError: for something that is neither a name nor callable.
+        TypeError: for something that is neither a name, a Metric nor callable.
     """
+    from nnkit import metrics as metrics_module
+
     if metrics is None:
         return []
-    if isinstance(metrics, (str, Callable)) and not isinstance(metrics, (list, tuple)):
+    if isinstance(metrics, (str, Callable, metrics_module.Metric)) and not isinstance(
+            metrics, (list, tuple)):
         metrics = [metrics]
     resolved = []
     for metric in metrics:
-        if isinstance(metric, str):
-            if metric not in METRICS:
-                raise _unknown("metric", metric, METRICS)
-            resolved.append((metric, METRICS[metric]))
-        elif callable(metric):
+        if isinstance(metric, metrics_module.Metric):
+            resolved.append((metric.name, StatefulMetric(metric.name, metric,
+                                                         weighted=weighted)))
+        elif isinstance(metric, str):
+            if metric in METRICS and not weighted:
+                resolved.append((metric, METRICS[metric]))
+                continue
+            try:
+                metrics_module.get(metric)
+            except ValueError as err:
+                raise ValueError(f"Unknown metric {metric!r}: neither one of nnkit's metric "
+                                 f"functions ({', '.join(sorted(METRICS))}) nor a name of "
+                                 f"nnkit.metrics ({err})") from None
+            resolved.append((metric, StatefulMetric(metric, metric, weighted=weighted)))
+        elif callable(metric) and not weighted:
             resolved.append((_name_of(metric), metric))
         else:
-            raise TypeError(f"a metric must be a name or a callable; received "
-                            f"{type(metric).__name__}")
+            raise TypeError(f"a {'weighted ' if weighted else ''}metric must be a name, an "
+                            f"nnkit.metrics.Metric{'' if weighted else ' or a callable'}; "
+                            f"received {type(metric).__name__}")
     names = [name for name, _ in resolved]
     if len(set(names)) != len(names) or "loss" in names:
         raise ValueError(f"metrics must log under distinct names other than 'loss'; got {names}")
@@ -175,7 +260,8 @@ class CompileConfig:
         lr: the learning rate for a named optimizer (None: its default).
         loss: the loss callable, or a list of them, one per output.
         loss_weights: one weight per output loss (None: all 1).
-        metrics: ``(log_name, fn)`` pairs.
+        metrics: ``(log_name, fn or StatefulMetric)`` pairs, ``weighted_metrics``'
+            included.
         optimizer: the created optimizer (None until the model is built).
     """
 
@@ -183,17 +269,22 @@ class CompileConfig:
     lr: float | None
     loss: Any
     loss_weights: Sequence[float] | None
-    metrics: list[tuple[str, Callable]] = field(default_factory=list)
+    metrics: list[tuple[str, Any]] = field(default_factory=list)
     optimizer: optim.Optimizer | None = None
 
-    def to_json(self) -> str:
-        """The configuration as JSON text (names of objects, not the objects)."""
-        loss = ([_name_of(item) for item in self.loss] if isinstance(self.loss, list)
-                else None if self.loss is None else _name_of(self.loss))
-        return json.dumps({
-            "optimizer": _name_of(self.optimizer_spec), "lr": self.lr, "loss": loss,
-            "loss_weights": None if self.loss_weights is None else list(self.loss_weights),
-            "metrics": [name for name, _ in self.metrics]})
+    @property
+    def stateful(self) -> list[StatefulMetric]:
+        """The stateful metrics, in compile order."""
+        return [fn for _, fn in self.metrics if isinstance(fn, StatefulMetric)]
+
+    def reset_metrics(self) -> None:
+        """Reset every stateful metric (at each epoch and each evaluation)."""
+        for metric in self.stateful:
+            metric.reset()
+
+    def metric_results(self) -> dict[str, Any]:
+        """``{name: value}`` of the stateful metrics over the samples since the reset."""
+        return {metric.name: metric.result() for metric in self.stateful}
 
     def compute_loss(self, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
         """The loss of one batch: ``loss(y_pred, y)``, or the weighted sum over outputs.
@@ -226,13 +317,22 @@ class CompileConfig:
         terms = [w * one(fn, p, t) for w, fn, p, t in zip(weights, self.loss, preds, targets)]
         return sum(terms[1:], terms[0])
 
-    def compute_metrics(self, y: Any, y_pred: Any) -> dict[str, Any]:
-        """Every metric of one batch, on the first output of a multi-output model."""
+    def compute_metrics(self, y: Any, y_pred: Any, sample_weight: Any = None) -> dict[str, Any]:
+        """Every metric of one batch, on the first output of a multi-output model: the
+        batch's value of a metric function, the running value of a stateful metric
+        (updated with this batch)."""
         if not self.metrics or y is None:
             return {}
-        y_pred, y = _as_tuple(y_pred)[0], _as_tuple(y)[0]
+        y_pred, y = _as_tuple(y_pred)[0].detach(), _as_tuple(y)[0]
+        logs = {}
         with no_grad():
-            return {name: fn(y_pred.detach(), y) for name, fn in self.metrics}
+            for name, fn in self.metrics:
+                if isinstance(fn, StatefulMetric):
+                    fn.update(y, y_pred, sample_weight)
+                    logs[name] = fn.result()
+                else:
+                    logs[name] = fn(y_pred, y)
+        return logs
 
 
 def weighted_loss(loss: Callable, y_pred: Tensor, y_true: Any, sample_weight: Any) -> Tensor:

@@ -187,10 +187,12 @@ class DistributedFit:
             self.comm.broadcast_(buffer)
 
     # ------------------------------------------------------------ logs, stop
-    def reduce_logs(self, tracker: MeanTracker) -> dict[str, float]:
-        """The epoch's means over the samples of every rank."""
+    def reduce(self, tracker: MeanTracker, metrics: list) -> None:
+        """Make the epoch's running sums and the stateful metrics' states those of every
+        rank's samples (in place, on every rank)."""
         tracker.allreduce(self.comm)
-        return tracker.result()
+        for metric in metrics:
+            metric.allreduce(self.comm)
 
     def any(self, flag: bool) -> bool:
         """True on every rank if ``flag`` is True on some rank."""

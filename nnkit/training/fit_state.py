@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from nnkit.autograd.factories import as_tensor
 from nnkit.autograd.tensor import Tensor
 from nnkit.training.distributed_fit import DistributedFit
 from nnkit.training.metrics import MeanTracker
@@ -39,6 +40,7 @@ class FitState:
         after_epoch_begin: a restore to apply right after the next ``on_epoch_begin``
             (a mid-epoch resume re-opens its epoch first, then restores the state).
         class_weight: ``fit``'s ``class_weight`` as weights indexed by class, or None.
+        metrics: the compiled stateful metrics (their states are part of the progress).
     """
 
     loader: Iterable
@@ -52,6 +54,7 @@ class FitState:
     tracker: MeanTracker = field(default_factory=MeanTracker)
     after_epoch_begin: Callable[[], None] | None = None
     class_weight: list[float] | None = None
+    metrics: list = field(default_factory=list)
 
     @property
     def is_chief(self) -> bool:
@@ -65,12 +68,16 @@ class FitState:
         sums of an unfinished epoch are those of all ranks together (a collective).
         """
         tracker = self.tracker
+        states = {m.name: m.state() for m in self.metrics}
         if self.distributed is not None and not self.epoch_done:  # else already reduced
             tracker = MeanTracker()
             tracker.load_state_dict(self.tracker.state_dict())
             tracker.allreduce(self.distributed.comm)
+            states = {name: [self.distributed.comm.allreduce_(as_tensor(a).clone()).numpy()
+                             for a in arrays] for name, arrays in states.items()}
         return {"epoch": self.epoch, "step": self.step, "global_step": self.global_step,
                 "epoch_done": self.epoch_done, "tracker": tracker.state_dict(),
+                "metrics": states,
                 "world_size": 1 if self.distributed is None else self.distributed.size}
 
     def load_progress(self, progress: dict[str, Any]) -> None:
@@ -84,6 +91,10 @@ class FitState:
             saved = {part: dict.fromkeys(saved[part], 0.0) for part in ("totals", "counts")}
         self.tracker = MeanTracker()
         self.tracker.load_state_dict(saved)
+        states = progress.get("metrics", {})
+        for metric in self.metrics:  # every rank but 0 restarts from zero, as the sums
+            metric.load_state(list(states.get(metric.name, [])) if self.is_chief or
+                              self.epoch_done else [])
         if self.data is not None:
             self.data.reset()
 

@@ -50,8 +50,9 @@ class Trainer(Saving):
     history: Any = None
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
-                lr: float | None = None, loss_weights: Any = None) -> None:
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, loss_weights: Any = None,
+                metrics: Any = None, weighted_metrics: Any = None, *,
+                lr: float | None = None) -> None:
         """Configure the model for training.
 
         Args:
@@ -66,12 +67,17 @@ class Trainer(Saving):
                 ``'bce_with_logits'``, ``'huber'``, ``'nll'``), a callable
                 ``loss(y_pred, y_true) -> Tensor`` (e.g. a loss module), or a list of these,
                 one per output of a multi-output model.
-            metrics: a list of names (``'accuracy'``/``'acc'``, ``'binary_accuracy'``,
-                ``'mae'``, ``'mse'``, ``'top_k_accuracy'``) or callables
-                ``metric(y_pred, y_true)``; logged under the name (or ``__name__``).
-            lr: the learning rate of an optimizer given by name or callable.
             loss_weights: with a list of losses, one weight each (the total loss is the
                 weighted sum); with one loss, a single factor.
+            metrics: a list of names of nnkit's metric functions (``'accuracy'``/``'acc'``,
+                ``'binary_accuracy'``, ``'mae'``, ``'mse'``, ``'top_k_accuracy'``; batch
+                means averaged over the epoch), names of :mod:`nnkit.metrics` (``'auc'``,
+                ``'precision'``, ``'recall'``, ``'f1_score'``, ...), ``nnkit.metrics.Metric``
+                objects (stateful: exact over the epoch) or callables
+                ``metric(y_pred, y_true)``; logged under the name (or ``__name__``).
+            weighted_metrics: names or Metric objects computed with the batches' sample
+                weights (``sample_weight``/``class_weight`` of ``fit``).
+            lr: the learning rate of an optimizer given by name or callable.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric name (the message lists
@@ -86,7 +92,13 @@ class Trainer(Saving):
         check_optimizer(optimizer, lr)
         resolved_loss = resolve_loss(loss)
         weights = self._check_loss_weights(resolved_loss, loss_weights)
-        config = CompileConfig(optimizer, lr, resolved_loss, weights, resolve_metrics(metrics))
+        metric_list = resolve_metrics(metrics)
+        taken = {name for name, _ in metric_list}
+        for name, fn in resolve_metrics(weighted_metrics, weighted=True):
+            if name in taken:  # Keras's prefix for a metric both plain and weighted
+                name = fn.name = f"weighted_{name}"
+            metric_list.append((name, fn))
+        config = CompileConfig(optimizer, lr, resolved_loss, weights, metric_list)
         if isinstance(optimizer, nnkit.optim.Optimizer):
             config.optimizer = optimizer
         self._compiled = config
@@ -146,13 +158,18 @@ class Trainer(Saving):
         """
         return self._require_compiled("compute_loss").compute_loss(y, y_pred, sample_weight)
 
-    def compute_metrics(self, x: Any, y: Any, y_pred: Any) -> dict[str, Any]:
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any,
+                        sample_weight: Any = None) -> dict[str, Any]:
         """The compiled metrics of one batch (on the first output of a multi-output model).
+
+        Stateful metrics are updated with the batch and give their running value;
+        ``sample_weight`` weights the ``weighted_metrics``.
 
         Returns:
             ``{name: value}``, values as 0-d Tensors or numbers.
         """
-        return self._require_compiled("compute_metrics").compute_metrics(y, y_pred)
+        return self._require_compiled("compute_metrics").compute_metrics(y, y_pred,
+                                                                         sample_weight)
 
     def train_step(self, batch: Any) -> dict[str, Any]:
         """One optimisation step on one batch: forward, loss, backward, optimizer step.
@@ -183,7 +200,7 @@ class Trainer(Saving):
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
-        return {"loss": loss.detach(), **self.compute_metrics(x, y, y_pred)}
+        return {"loss": loss.detach(), **self._metrics(x, y, y_pred, sample_weight)}
 
     def test_step(self, batch: Any) -> dict[str, Any]:
         """Loss and metrics of one batch, without updating anything (runs under no_grad).
@@ -197,7 +214,7 @@ class Trainer(Saving):
         x, y, sample_weight = da.unpack_x_y_sample_weight(batch)
         y_pred = self._forward(x)
         return {"loss": self._loss(x, y, y_pred, sample_weight),
-                **self.compute_metrics(x, y, y_pred)}
+                **self._metrics(x, y, y_pred, sample_weight)}
 
     def predict_step(self, batch: Any) -> Any:
         """The model's output for one batch (targets in the batch are ignored).
@@ -215,6 +232,11 @@ class Trainer(Saving):
         if sample_weight is None:  # an override of compute_loss may not take the weights
             return self.compute_loss(x, y, y_pred)
         return self.compute_loss(x, y, y_pred, sample_weight=sample_weight)
+
+    def _metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> dict[str, Any]:
+        if sample_weight is None:  # an override of compute_metrics may not take weights
+            return self.compute_metrics(x, y, y_pred)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def _forward(self, x: Any) -> Any:
         return self(*x) if isinstance(x, tuple) else self(x)
@@ -364,7 +386,8 @@ class Trainer(Saving):
         cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
                               steps=data.num_steps)
         self._fit_state = FitState(train, cbs, dist, data, epoch=initial_epoch - 1,
-                                   epoch_done=True, class_weight=table)
+                                   epoch_done=True, class_weight=table,
+                                   metrics=self._compiled.stateful)
         self.stop_training = False
         self._initial_epoch = initial_epoch
         replicated = contextlib.nullcontext() if dist is None else dist.replicated(self)
@@ -409,6 +432,7 @@ class Trainer(Saving):
         for epoch in range(first, epochs):
             state.epoch, state.step, state.epoch_done = epoch, -1, False
             state.tracker = MeanTracker()
+            self._compiled.reset_metrics()
             cbs.on_epoch_begin(epoch)
             if state.after_epoch_begin is not None:  # resuming in the middle of this epoch
                 restore, state.after_epoch_begin = state.after_epoch_begin, None
@@ -437,15 +461,21 @@ class Trainer(Saving):
                 state.distributed.set_batch_size(size)
             state.tracker.update(self.train_step(batch), size)
             state.step, state.global_step = step, state.global_step + 1
-            cbs.on_train_batch_end(step, state.tracker.result())
+            cbs.on_train_batch_end(step, self._logs(state.tracker))
             self._check_interrupt(cbs)
             if self._stop_requested():
                 break
         dist = state.distributed
-        if dist is None:
-            return state.tracker.result()
-        dist.broadcast_buffers(self)  # e.g. running statistics, so validation agrees
-        return dist.reduce_logs(state.tracker)
+        if dist is not None:
+            dist.broadcast_buffers(self)  # e.g. running statistics, so validation agrees
+            dist.reduce(state.tracker, self._compiled.stateful)
+        return self._logs(state.tracker)
+
+    def _logs(self, tracker: MeanTracker) -> dict[str, Any]:
+        """The running logs: means of the batches' values, stateful metrics' own results."""
+        logs = tracker.result()
+        logs.update(self._compiled.metric_results())
+        return logs
 
     def _check_interrupt(self, cbs: Any) -> None:
         """After a step or an epoch: if a signal asked to stop, checkpoint and raise.
@@ -519,6 +549,7 @@ class Trainer(Saving):
 
     def _test_loop(self, loader: Iterable, cbs: Any, steps: int | None = None) -> dict:
         tracker = MeanTracker()
+        self._compiled.reset_metrics()
         cbs.on_test_begin()
         with self._mode(False), no_grad():
             for step, batch in enumerate(itertools.islice(loader, steps)):
@@ -526,8 +557,8 @@ class Trainer(Saving):
                 batch = self._to_device(batch)
                 tracker.update(self.test_step(batch),
                                da.batch_size_of(da.unpack_batch(batch)[0]))
-                cbs.on_test_batch_end(step, tracker.result())
-        logs = tracker.result()
+                cbs.on_test_batch_end(step, self._logs(tracker))
+        logs = self._logs(tracker)
         cbs.on_test_end(logs)
         return logs
 

@@ -21,11 +21,17 @@ def model():
 @pytest.mark.parametrize("kwargs, unknown, valid", [
     ({"optimizer": "adamax"}, "optimizer 'adamax'", "adagrad, adam, adamw, rmsprop, sgd"),
     ({"loss": "hinge"}, "loss 'hinge'", "bce, bce_with_logits"),
-    ({"metrics": ["f1"]}, "metric 'f1'", "acc, accuracy, binary_accuracy"),
 ])
 def test_unknown_names_list_the_valid_ones(kwargs, unknown, valid):
     with pytest.raises(ValueError, match=f"Unknown {unknown}; valid names are: .*{valid}"):
         model().compile(**kwargs)
+
+
+def test_an_unknown_metric_names_both_catalogues():
+    with pytest.raises(ValueError, match=r"Unknown metric 'acurracy': neither one of nnkit's "
+                                         r"metric functions \(acc, accuracy, binary_accuracy.*"
+                                         r"Did you mean 'accuracy'"):
+        model().compile(metrics=["acurracy"])
 
 
 def test_wrong_types_and_inconsistent_compile_arguments():
