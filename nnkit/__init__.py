@@ -74,8 +74,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 
-_LAZY_MODULES = {"nn", "layers", "optim", "data", "io", "cli", "callbacks", "cuda", "random",
-                 "distributed", "metrics", "saving"}
+_LAZY_MODULES = {"nn", "layers", "optim", "optimizers", "data", "io", "cli", "callbacks", "cuda",
+                 "random", "distributed", "metrics", "saving"}
 _LAZY_NAMES = {"Sequential": "nnkit.layers", "Model": "nnkit.layers",
                "Parameter": "nnkit.layers", "Module": "nnkit.layers", "Input": "nnkit.layers",
                "KerasTensor": "nnkit.layers", "clear_session": "nnkit.layers",

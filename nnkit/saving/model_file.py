@@ -50,6 +50,8 @@ def _compile_config(compiled: Any) -> dict[str, Any]:
         spec = compiled.optimizer_spec
         opt = {"name": spec if isinstance(spec, str) else get_registered_name(spec),
                "lr": compiled.lr}
+    elif callable(getattr(optimizer, "get_config", None)):  # nnkit.optimizers (Keras)
+        opt = {"keras": serialize(optimizer)}
     else:
         opt = {"class_name": get_registered_name(type(optimizer)),
                "lr": optimizer.param_groups[0]["lr"]}
@@ -139,8 +141,12 @@ def _compile(model: Any, settings: Mapping[str, Any],
     if "name" in opt:  # never built: compile by name, as it was
         model.compile(opt["name"], loss, settings["loss_weights"], lr=opt["lr"], **metrics)
         return
-    optimizer = _optimizer_class(opt["class_name"], custom_objects)(model.parameters(),
-                                                                    lr=opt["lr"])
+    if "keras" in opt:
+        optimizer = deserialize(opt["keras"], custom_objects)
+        optimizer.build([p for p in model.parameters() if p.requires_grad])
+    else:
+        optimizer = _optimizer_class(opt["class_name"], custom_objects)(model.parameters(),
+                                                                        lr=opt["lr"])
     model.compile(optimizer, loss, settings["loss_weights"], **metrics)
 
 

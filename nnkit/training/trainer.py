@@ -277,6 +277,8 @@ class Trainer(Saving):
         if config.optimizer is None:
             config.optimizer = make_optimizer(config.optimizer_spec, config.lr,
                                               list(self.parameters()))
+        elif not getattr(config.optimizer, "built", True):  # a Keras-style optimizer
+            config.optimizer.build([p for p in self.parameters() if p.requires_grad])
 
     def _callbacks(self, callbacks: Any, verbose: int, *, history: bool = False,
                    epochs: int = 1, steps: int | None = None) -> Any:
@@ -396,6 +398,9 @@ class Trainer(Saving):
                 cbs.on_train_begin()
                 logs = self._fit_epochs(self._initial_epoch, epochs, data,
                                         (val, validation_freq, validation_steps), cbs)
+                finalize = getattr(self.optimizer, "finalize_variable_values", None)
+                if finalize is not None:  # Keras: use_ema's averages become the weights
+                    finalize([p for p in self.parameters() if p.requires_grad])
                 cbs.on_train_end(logs)
         finally:
             self._fit_state = None

@@ -1,0 +1,91 @@
+"""Keras 3's ``Adam`` (Kingma and Ba, 2015), with optional AMSGrad."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import nnkit
+from nnkit.autograd.tensor import Tensor
+from nnkit.optimizers.base_optimizer import Optimizer
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    """Adam, following ``keras/src/optimizers/adam.py``.
+
+    With ``t = iterations + 1`` (the number of this update) and a gradient ``g`` (after
+    the base class's clipping and weight decay)::
+
+        alpha <- learning_rate * sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        m     <- m + (g - m) * (1 - beta_1)
+        v     <- v + (g**2 - v) * (1 - beta_2)
+        v_hat <- max(v_hat, v);  v <- v_hat                    if amsgrad
+        w     <- w - (m * alpha) / (sqrt(v) + epsilon)
+
+    so ``epsilon`` (default 1e-7) is added to ``sqrt(v)`` before the bias correction,
+    Kingma and Ba's "epsilon hat", where :class:`nnkit.optim.Adam` (PyTorch) adds its
+    1e-8 to ``sqrt(v / (1 - beta_2**t))``.
+
+    Args:
+        learning_rate: a float or a schedule (see :class:`~nnkit.optimizers.Optimizer`).
+        beta_1: decay rate of the first-moment estimate.
+        beta_2: decay rate of the second-moment estimate.
+        epsilon: the constant added to ``sqrt(v)``.
+        amsgrad: use the running maximum of ``v`` (Reddi et al., 2018).
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+            ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name:
+            see :class:`~nnkit.optimizers.Optimizer`.
+
+    Example:
+        >>> opt = nnkit.optimizers.Adam(learning_rate=1e-3, amsgrad=True)
+        >>> opt.build(list(model.parameters()))
+    """
+
+    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, amsgrad: bool = False, weight_decay: float | None = None,
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None, use_ema: bool = False,
+                 ema_momentum: float = 0.99, ema_overwrite_frequency: int | None = None,
+                 loss_scale_factor: float | None = None,
+                 gradient_accumulation_steps: int | None = None, name: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, name=name, weight_decay=weight_decay,
+                         clipnorm=clipnorm, clipvalue=clipvalue,
+                         global_clipnorm=global_clipnorm, use_ema=use_ema,
+                         ema_momentum=ema_momentum,
+                         ema_overwrite_frequency=ema_overwrite_frequency,
+                         loss_scale_factor=loss_scale_factor,
+                         gradient_accumulation_steps=gradient_accumulation_steps, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.amsgrad = amsgrad
+
+    def build_slots(self, variables: list[Tensor]) -> None:
+        self._momentums, self._velocities = self.add_optimizer_variables(
+            variables, ["momentum", "velocity"])
+        if self.amsgrad:
+            self._velocity_hats = self.add_optimizer_variables(variables, "velocity_hat")
+
+    def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
+        local_step = self.iterations + 1
+        beta_1_power = self.beta_1 ** local_step
+        beta_2_power = self.beta_2 ** local_step
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        alpha = learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+        m.add_((gradient - m) * (1 - self.beta_1))
+        v.add_((gradient * gradient - v) * (1 - self.beta_2))
+        if self.amsgrad:
+            v_hat = self._velocity_hats[index]
+            v_hat.copy_(nnkit.maximum(v_hat, v))
+            v = v_hat
+        variable.sub_((m * alpha) / (v.sqrt() + self.epsilon))
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update({"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
+                       "amsgrad": self.amsgrad})
+        return config

@@ -1,0 +1,541 @@
+"""Keras 3's optimizer base class for nnkit Tensors, speaking PyTorch's protocol too.
+
+:class:`Optimizer` transcribes ``keras/src/optimizers/base_optimizer.py`` (Keras 3's
+``BaseOptimizer``): an optimizer is made without variables, bound to them by
+:meth:`Optimizer.build` (or by the first :meth:`Optimizer.apply_gradients`), and one call
+of :meth:`Optimizer.apply` does, under ``nnkit.no_grad()``::
+
+    grads <- grads / loss_scale_factor                    if loss_scale_factor
+    if gradient_accumulation_steps = N:
+        if (_iterations + 1) % N == 0:                    (every N-th call)
+            grads <- (grads + accumulators) / N;  update(grads);  accumulators <- 0
+        else:
+            accumulators <- accumulators + grads          (no update)
+    else:
+        update(grads)
+    EMA of the variables                                  if use_ema
+    _iterations <- _iterations + 1
+
+    update(grads):
+        grads <- clip(grads)                  (clipnorm, global_clipnorm or clipvalue)
+        var   <- var - var * weight_decay * lr   for every var   if weight_decay is not None
+        update_step(grad, var, lr)            the algorithm (SGD, Adam, ...)
+
+where ``lr`` is the learning rate at ``_iterations`` (before the increment) and
+``iterations`` is ``_iterations // N`` (``_iterations`` without accumulation): it counts
+applied updates, and Adam's bias correction uses ``iterations + 1``.
+
+For nnkit's training loop, schedulers and checkpoints, the same object is an
+:class:`nnkit.optim.Optimizer`: ``zero_grad()``, ``step()`` (applies each bound
+parameter's ``.grad``), ``state_dict()``/``load_state_dict()`` and one parameter group,
+``param_groups[0]``, whose ``'lr'`` is the learning rate (see
+:mod:`nnkit.optimizers.protocol`).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import nnkit
+from nnkit.autograd.tensor import Tensor
+from nnkit.optimizers.protocol import TorchProtocol
+from nnkit.optimizers.utils import auto_name, clip_by_global_norm, is_real
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer(TorchProtocol):
+    """Base class of the Keras-style optimizers (Keras 3's ``keras.optimizers.Optimizer``).
+
+    A subclass sets its hyper-parameters after ``super().__init__(...)``, creates its
+    per-variable state in :meth:`build_slots` with :meth:`add_optimizer_variables`, and
+    writes :meth:`update_step` with nnkit Tensor ops, in place (it runs under
+    ``no_grad``), as Keras's ``update_step`` does.
+
+    Args:
+        learning_rate: a float, or a schedule: a callable given the iteration count
+            (Keras's ``LearningRateSchedule`` protocol, ``schedule(step)``) or a callable
+            with no arguments (Keras's plain callable).
+        weight_decay: if set, decoupled weight decay: ``var -= var * weight_decay * lr``
+            before each update.
+        clipnorm: clip each gradient to this L2 norm.
+        clipvalue: clip each gradient element to ``[-clipvalue, clipvalue]``.
+        global_clipnorm: clip all gradients together to this global L2 norm.
+        use_ema: keep an exponential moving average of the variables.
+        ema_momentum: the EMA's momentum, in [0, 1].
+        ema_overwrite_frequency: overwrite the variables with their EMA every this many
+            iterations (None: only :meth:`finalize_variable_values` does).
+        loss_scale_factor: the gradients are divided by it (:meth:`scale_loss`
+            multiplies the loss by it).
+        gradient_accumulation_steps: an int >= 2: update once every this many calls,
+            on the mean of the gradients since the last update.
+        name: the optimizer's name (default: the snake_case class name, made unique).
+
+    Raises:
+        ValueError: for an unknown argument, several clip options, an invalid
+            learning rate, ``gradient_accumulation_steps`` or EMA argument.
+    """
+
+    def __init__(self, learning_rate: Any, weight_decay: float | None = None,
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None, use_ema: bool = False,
+                 ema_momentum: float = 0.99, ema_overwrite_frequency: int | None = None,
+                 loss_scale_factor: float | None = None,
+                 gradient_accumulation_steps: int | None = None, name: str | None = None,
+                 **kwargs: Any) -> None:
+        if kwargs.pop("decay", None) is not None:
+            warnings.warn("Argument `decay` is no longer supported and will be ignored.",
+                          stacklevel=2)
+        if kwargs:
+            raise ValueError(f"Argument(s) not recognized: {kwargs}")
+        self.name = auto_name(type(self).__name__) if name is None else name
+        self.weight_decay = weight_decay
+        self.clipnorm = clipnorm
+        self.global_clipnorm = global_clipnorm
+        self.clipvalue = clipvalue
+        self.use_ema = use_ema
+        self.loss_scale_factor = loss_scale_factor
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+        if gradient_accumulation_steps and not (
+                isinstance(gradient_accumulation_steps, numbers.Integral)
+                and gradient_accumulation_steps >= 2):
+            raise ValueError("`gradient_accumulation_steps` must be an integer >= 2. "
+                             f"Received: gradient_accumulation_steps="
+                             f"{gradient_accumulation_steps}")
+        if use_ema:
+            if ema_momentum > 1 or ema_momentum < 0:
+                raise ValueError("`ema_momentum` must be in the range [0, 1]. "
+                                 f"Received: ema_momentum={ema_momentum}")
+            if ema_overwrite_frequency and (not isinstance(ema_overwrite_frequency, int)
+                                            or ema_overwrite_frequency < 1):
+                raise ValueError("`ema_overwrite_frequency` must be an integer >= 1 or None. "
+                                 f"Received: ema_overwrite_frequency={ema_overwrite_frequency}")
+        self.ema_momentum = ema_momentum
+        self.ema_overwrite_frequency = ema_overwrite_frequency
+        if sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm)) > 1:
+            raise ValueError("Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
+                             f"set. Received: clipnorm={clipnorm}, clipvalue={clipvalue}, "
+                             f"global_clipnorm={global_clipnorm}")
+        self.built = False
+        self._iterations = 0
+        self._trainable_variables: list[Tensor] = []
+        self._trainable_variables_indices: dict[Tensor, int] = {}
+        self._slots: dict[str, list[Tensor]] = {}
+        self._slot_groups: list[tuple[str, ...]] = []
+        self._exclude_from_weight_decay: set[Tensor] = set()
+        if not (callable(learning_rate) or is_real(learning_rate)):
+            raise ValueError(
+                "Argument `learning_rate` should be float, or a callable (that takes in the "
+                "current iteration value and returns the corresponding learning rate value). "
+                f"Received instead: learning_rate={learning_rate}")
+        self._init_protocol(learning_rate)
+
+    # ------------------------------------------------------------- properties
+    @property
+    def iterations(self) -> int:
+        """The number of updates applied: calls of :meth:`apply`, divided (rounding down)
+        by ``gradient_accumulation_steps`` when gradients are accumulated."""
+        if self.gradient_accumulation_steps:
+            return self._iterations // self.gradient_accumulation_steps
+        return self._iterations
+
+    @property
+    def learning_rate(self) -> float:
+        """The learning rate now: the float (``param_groups[0]['lr']``), or the schedule's
+        value at the current call count. Setting a float keeps ``param_groups[0]['lr']``
+        in sync; setting a callable makes it the schedule.
+
+        Raises:
+            TypeError: when setting a float on an optimizer whose learning rate is a
+                schedule (as Keras).
+        """
+        return self._current_learning_rate()
+
+    @learning_rate.setter
+    def learning_rate(self, learning_rate: Any) -> None:
+        self._set_learning_rate(learning_rate)
+
+    @property
+    def variables(self) -> list[Tensor]:
+        """Keras's ``optimizer.variables``: the iteration count (int64) and the learning
+        rate (float32, absent for a schedule) as fresh 0-d Tensors, then the optimizer's
+        state Tensors in the order Keras creates them (EMA averages, gradient
+        accumulators, then the algorithm's, interleaved per variable)."""
+        out = [nnkit.tensor(self._iterations, dtype=nnkit.int64)]
+        if self._schedule is None:
+            out.append(nnkit.tensor(self.param_groups[0]["lr"], dtype=nnkit.float32))
+        return out + self._slot_tensors()
+
+    def _slot_tensors(self) -> list[Tensor]:
+        n = len(self._trainable_variables)
+        return [self._slots[name][i] for group in self._slot_groups for i in range(n)
+                for name in group]
+
+    # ------------------------------------------------------------------ build
+    def build(self, variables: Iterable[Tensor]) -> None:
+        """Bind the optimizer to ``variables`` and create its state (Keras's ``build``).
+
+        Building again on the same list (the same Tensors, in the same order) does
+        nothing.
+
+        Args:
+            variables: the Tensors to optimize (e.g. ``list(model.parameters())``):
+                floating-point leaf Tensors, each once.
+
+        Raises:
+            ValueError: if already built on a different list, or a variable is not a
+                floating-point leaf Tensor or appears twice.
+        """
+        if isinstance(variables, Tensor):
+            raise TypeError("build() takes a list of Tensors, not a single Tensor")
+        variables = list(variables)
+        if self.built:
+            if len(variables) == len(self._trainable_variables) and all(
+                    a is b for a, b in zip(variables, self._trainable_variables)):
+                return
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}' is already built on "
+                f"{len(self._trainable_variables)} variables and cannot be built again on a "
+                f"different list of {len(variables)}. When working with a new set of "
+                "variables, create a new optimizer.")
+        for v in variables:
+            if not isinstance(v, Tensor):
+                raise TypeError(f"an optimizer can only update Tensors, got {type(v).__name__}")
+            if not v.is_leaf or not v.is_floating_point():
+                raise ValueError(f"an optimizer can only update floating-point leaf Tensors; "
+                                 f"got one of shape {tuple(v.shape)} and dtype {v.dtype}")
+        indices: dict[Tensor, int] = {}
+        for i, v in enumerate(variables):
+            if v in indices:
+                raise ValueError(f"a variable of shape {tuple(v.shape)} appears more than once "
+                                 "in the list given to build()")
+            indices[v] = i
+        self._trainable_variables_indices = indices
+        self._trainable_variables = variables[:]
+        with nnkit.no_grad():
+            if self.use_ema:
+                self._model_variables_moving_average = self.add_optimizer_variables(
+                    variables, "average")
+            if self.gradient_accumulation_steps:
+                self._accumulated_gradients = self.add_optimizer_variables(
+                    variables, "gradient_accumulator")
+            self.build_slots(variables)
+        self.built = True
+        self._bind_params(variables)
+
+    def build_slots(self, variables: list[Tensor]) -> None:
+        """Create the algorithm's per-variable state (a subclass's part of Keras's
+        ``build``), with :meth:`add_optimizer_variables`."""
+
+    def add_optimizer_variables(self, variables: Sequence[Tensor], name: str | Sequence[str],
+                                initializer: float | Sequence[float] = 0.0) -> Any:
+        """One state Tensor per variable and name, each like its variable and filled with
+        the initializer (Keras's ``add_optimizer_variables``; created interleaved per
+        variable, as Keras does).
+
+        Args:
+            variables: the model variables.
+            name: a slot name, or several.
+            initializer: the initial value, or one per name.
+
+        Returns:
+            A list of Tensors (one name), or a tuple of such lists (several names).
+        """
+        names = [name] if isinstance(name, str) else list(name)
+        inits = list(initializer) if isinstance(initializer, (list, tuple)) else \
+            [initializer] * len(names)
+        if len(names) != len(inits):
+            raise ValueError("The number of provided names must match the number of provided "
+                             f"initializers. Received name='{name}', initializer='{initializer}'")
+        lists: tuple[list[Tensor], ...] = tuple([] for _ in names)
+        with nnkit.no_grad():
+            for v in variables:
+                for slots, init in zip(lists, inits):
+                    slot = nnkit.zeros_like(v)
+                    if init != 0:
+                        slot.fill_(init)
+                    slots.append(slot)
+        for slot_name, slots in zip(names, lists):
+            if slot_name in self._slots:
+                raise ValueError(f"optimizer state '{slot_name}' already exists")
+            self._slots[slot_name] = slots
+        self._slot_groups.append(tuple(names))
+        return lists[0] if isinstance(name, str) else lists
+
+    def _get_variable_index(self, variable: Tensor) -> int:
+        return self._trainable_variables_indices[variable]
+
+    def _check_variables_are_known(self, variables: Iterable[Tensor]) -> None:
+        for v in variables:
+            if v not in self._trainable_variables_indices:
+                raise ValueError(
+                    f"Unknown variable of shape {tuple(v.shape)}. This optimizer can only be "
+                    "called for the variables it was originally built with. When working "
+                    "with a new set of variables, you should recreate a new optimizer "
+                    "instance.")
+
+    # ------------------------------------------------------------------ apply
+    def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
+        """Update ``variable`` (and its state) in place from ``gradient``."""
+        raise NotImplementedError
+
+    def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Tensor]]) -> int:
+        """Apply ``(gradient, variable)`` pairs (Keras's ``apply_gradients``).
+
+        Returns:
+            The call count ``_iterations`` after the call (Keras returns that variable).
+        """
+        pairs = list(grads_and_vars)
+        if pairs:
+            grads, variables = zip(*pairs)
+            self.apply(list(grads), list(variables))
+        return self._iterations
+
+    def apply(self, grads: Sequence[Any], trainable_variables: Sequence[Tensor] | None = None
+              ) -> None:
+        """Update the variables from ``grads`` (Keras's ``apply``).
+
+        Args:
+            grads: one gradient per variable (Tensors or arrays; None skips a variable,
+                with a warning as in Keras).
+            trainable_variables: the variables, in the order of ``grads`` (builds the
+                optimizer on them if it is not built); None: those it was built with.
+
+        Raises:
+            ValueError: if ``grads`` does not match the variables, a variable is unknown,
+                or every gradient is None.
+        """
+        grads = list(grads)
+        if len(grads) == 0:
+            return
+        if trainable_variables is None:
+            if not self.built:
+                raise ValueError("When passing `grads` without `variables`, the optimizer must "
+                                 "already be built on a list of variables. Call "
+                                 "`optimizer.build(trainable_variables)` first.")
+            if len(grads) != len(self._trainable_variables):
+                raise ValueError(
+                    "When passing `grads` as a list of gradient tensors, the gradients must "
+                    f"match `optimizer.variables` one-to-one. Received a list of {len(grads)} "
+                    f"gradients, but the optimizer is tracking "
+                    f"{len(self._trainable_variables)} trainable variables.")
+            variables = self._trainable_variables
+        else:
+            variables = list(trainable_variables)
+            if len(variables) != len(grads):
+                raise ValueError(f"got {len(grads)} gradients for {len(variables)} variables")
+            if not self.built:
+                self.build(variables)
+            self._check_variables_are_known(variables)
+        grads, variables = self._filter_empty_gradients(grads, variables)
+        self._apply_filtered(grads, variables)
+
+    def _filter_empty_gradients(self, grads: list, variables: list) -> tuple[list, list]:
+        kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        if not kept:
+            raise ValueError("No gradients provided for any variable.")
+        if len(kept) < len(grads):
+            missing = [self._get_variable_index(v) for g, v in zip(grads, variables) if g is None]
+            warnings.warn(f"Gradients do not exist for variables {missing} (by position in "
+                          "the list the optimizer was built with) when minimizing the loss. "
+                          "If using `model.compile()`, did you forget to provide a `loss` "
+                          "argument?", stacklevel=3)
+        return [g for g, _ in kept], [v for _, v in kept]
+
+    def _apply_filtered(self, grads: list, variables: list[Tensor]) -> None:
+        """Keras's ``apply`` after its checks: no gradient is None here."""
+        with nnkit.no_grad():
+            grads = [self._as_gradient(g, v) for g, v in zip(grads, variables)]
+            if self.loss_scale_factor is not None:
+                grads = [g / self.loss_scale_factor for g in grads]
+            self._backend_apply_gradients(grads, variables)
+        self._iterations += 1
+        self._after_apply()
+
+    @staticmethod
+    def _as_gradient(grad: Any, variable: Tensor) -> Tensor:
+        if isinstance(grad, Tensor):
+            grad = grad.detach()
+            if grad.device != variable.device:
+                grad = grad.to(variable.device)
+            if grad.dtype != variable.dtype:
+                grad = grad.to(variable.dtype)
+        else:
+            grad = nnkit.tensor(grad, dtype=variable.dtype, device=variable.device)
+        if tuple(grad.shape) != tuple(variable.shape):
+            raise ValueError(f"a gradient of shape {tuple(grad.shape)} was given for a variable "
+                             f"of shape {tuple(variable.shape)}")
+        return grad
+
+    def _backend_apply_gradients(self, grads: list[Tensor], variables: list[Tensor]) -> None:
+        steps = self.gradient_accumulation_steps
+        if steps:
+            acc_grads = [self._accumulated_gradients[self._get_variable_index(v)]
+                         for v in variables]
+            if (self._iterations + 1) % steps == 0:
+                grads = [(g + acc_g) / steps for g, acc_g in zip(grads, acc_grads)]
+                self._update(grads, variables)
+                for acc_g in self._accumulated_gradients:
+                    acc_g.zero_()
+            else:
+                for g, acc_g in zip(grads, acc_grads):
+                    acc_g.copy_(g + acc_g)
+        else:
+            self._update(grads, variables)
+        if self.use_ema:
+            self._update_model_variables_moving_average(self._trainable_variables)
+            if self.ema_overwrite_frequency and \
+                    (self.iterations + 1) % self.ema_overwrite_frequency == 0:
+                self._overwrite_model_variables_with_average_value(self._trainable_variables)
+
+    def _update(self, grads: list[Tensor], variables: list[Tensor]) -> None:
+        """Clipping, weight decay and the algorithm's step, at the current learning rate."""
+        learning_rate = self._current_learning_rate()
+        grads = self._clip_gradients(grads)
+        self._apply_weight_decay(variables, learning_rate)
+        for grad, var in zip(grads, variables):
+            self.update_step(grad, var, learning_rate)
+
+    # --------------------------------------------------------------- clipping
+    def _clip_gradients(self, grads: list[Tensor]) -> list[Tensor]:
+        if self.clipnorm and self.clipnorm > 0:
+            return [self._clip_by_norm(g) for g in grads]
+        if self.global_clipnorm and self.global_clipnorm > 0:
+            return clip_by_global_norm(grads, self.global_clipnorm)
+        if self.clipvalue and self.clipvalue > 0:
+            v = self.clipvalue
+            return [g.clamp(-v, v) for g in grads]
+        return grads
+
+    def _clip_by_norm(self, values: Tensor) -> Tensor:
+        """``values * clipnorm / max(||values||_2, clipnorm)`` (Keras's ``_clip_by_norm``)."""
+        l2norm = (values * values).sum().sqrt()
+        return (values * self.clipnorm) / l2norm.clamp(min=self.clipnorm)
+
+    # ----------------------------------------------------------- weight decay
+    def exclude_from_weight_decay(self, var_list: Iterable[Tensor] | None = None,
+                                  var_names: Iterable[str] | None = None) -> None:
+        """Exempt variables from weight decay (Keras's ``exclude_from_weight_decay``).
+
+        Args:
+            var_list: the Tensors to exempt.
+            var_names: not supported: nnkit Tensors carry no names.
+
+        Raises:
+            NotImplementedError: if ``var_names`` is given.
+        """
+        if var_names:
+            raise NotImplementedError(
+                "exclude_from_weight_decay(var_names=...) is not supported: nnkit Tensors "
+                "have no names. Pass the Tensors instead, e.g. var_list=[p for n, p in "
+                "model.named_parameters() if 'bias' in n]")
+        self._exclude_from_weight_decay = set(var_list or ())
+
+    def _use_weight_decay(self, variable: Tensor) -> bool:
+        return variable not in self._exclude_from_weight_decay
+
+    def _apply_weight_decay(self, variables: list[Tensor], learning_rate: float) -> None:
+        if self.weight_decay is None:
+            return
+        for variable in variables:
+            if self._use_weight_decay(variable):
+                variable.sub_(variable * self.weight_decay * learning_rate)
+
+    # -------------------------------------------------------------------- EMA
+    def _update_model_variables_moving_average(self, variables: list[Tensor]) -> None:
+        momentum = self.ema_momentum if self.iterations != 0 else 0.0
+        for var, average in zip(variables, self._model_variables_moving_average):
+            average.copy_(average * momentum + var * (1 - momentum))
+
+    def _overwrite_model_variables_with_average_value(self, variables: list[Tensor]) -> None:
+        if len(variables) != len(self._model_variables_moving_average):
+            raise ValueError(
+                f"The length of model variables ({len(variables)}) to override does not match "
+                "the length of model variables stored in the optimizer "
+                f"({len(self._model_variables_moving_average)}). Please check if the "
+                "optimizer was called on your model.")
+        with nnkit.no_grad():
+            for var, average in zip(variables, self._model_variables_moving_average):
+                var.copy_(average)
+
+    def finalize_variable_values(self, var_list: Sequence[Tensor]) -> None:
+        """With ``use_ema``, overwrite the variables with their moving averages (Keras's
+        ``fit`` calls this at the end of training)."""
+        if self.use_ema:
+            self._overwrite_model_variables_with_average_value(list(var_list))
+
+    def scale_loss(self, loss: Any) -> Any:
+        """The loss times ``loss_scale_factor`` (unchanged if it is None)."""
+        return loss if self.loss_scale_factor is None else loss * self.loss_scale_factor
+
+    # --------------------------------------------------------------- weights
+    def set_weights(self, weights: Sequence[Any]) -> None:
+        """Assign :attr:`variables` from arrays, in that order (Keras's ``set_weights``).
+
+        Raises:
+            ValueError: if the optimizer is not built or a shape does not match.
+        """
+        if not self.built:
+            raise ValueError("You are calling `set_weights()` on an optimizer that has not yet "
+                             "been built. Please call `optimizer.build(trainable_variables)` "
+                             "to create the optimizer weights before calling `set_weights()`.")
+        weights = list(weights)
+        head = 1 if self._schedule is not None else 2
+        slots = self._slot_tensors()
+        for i, (slot, weight) in enumerate(zip(slots, weights[head:])):
+            if tuple(getattr(weight, "shape", ())) != tuple(slot.shape):
+                raise ValueError(f"Optimizer variable {head + i} has shape {tuple(slot.shape)} "
+                                 f"not compatible with provided weight shape "
+                                 f"{tuple(getattr(weight, 'shape', ()))}.")
+        if weights:
+            self._iterations = int(_item(weights[0]))
+        if head == 2 and len(weights) > 1:
+            lr, shown = float(_item(weights[1])), self.variables[1].item()
+            if lr != shown:  # keep the float64 rate when only its float32 copy came back
+                self.param_groups[0]["lr"] = lr
+        with nnkit.no_grad():
+            for slot, weight in zip(slots, weights[head:]):
+                slot.copy_(nnkit.as_tensor(weight, dtype=slot.dtype, device=slot.device))
+        self._after_apply()
+
+    # ---------------------------------------------------------------- config
+    def get_config(self) -> dict[str, Any]:
+        """The constructor arguments (Keras's ``get_config``); a schedule is given as is
+        (``nnkit.saving.serialize`` describes it when it has ``get_config``)."""
+        return {
+            "name": self.name,
+            "learning_rate": self._schedule if self._schedule is not None
+            else self.param_groups[0]["lr"],
+            "weight_decay": self.weight_decay,
+            "clipnorm": self.clipnorm,
+            "global_clipnorm": self.global_clipnorm,
+            "clipvalue": self.clipvalue,
+            "use_ema": self.use_ema,
+            "ema_momentum": self.ema_momentum,
+            "ema_overwrite_frequency": self.ema_overwrite_frequency,
+            "loss_scale_factor": self.loss_scale_factor,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> Optimizer:
+        """An optimizer from :meth:`get_config`'s dict (a schedule may be given as a
+        serialized dict, as Keras's ``from_config`` accepts)."""
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            from nnkit.saving.serialization import deserialize
+
+            config["learning_rate"] = deserialize(config["learning_rate"], custom_objects)
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        lr = self._schedule if self._schedule is not None else self.param_groups[0]["lr"]
+        return (f"{type(self).__name__}(name={self.name!r}, learning_rate={lr!r}, "
+                f"iterations={self.iterations}, built={self.built})")
+
+
+def _item(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
