@@ -1,4 +1,4 @@
-"""``Module`` and ``Parameter``: the base of every layer.
+"""``Module``: the base of every layer (``Parameter`` lives in :mod:`nnkit.layers.parameter`).
 
 The mechanics follow PyTorch's ``torch.nn.Module``: ordered ``_parameters``,
 ``_buffers`` and ``_modules`` dicts filled by ``__setattr__`` routing, dotted names
@@ -10,65 +10,22 @@ layer whose ``built`` is False creates its weights at its first call.
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from nnkit.autograd.factories import as_tensor, empty
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.tensor import Tensor, TensorImpl
-from nnkit.backends.device import Device
-from nnkit.backends.dtypes import DType, to_dtype
+from nnkit.autograd.tensor import Tensor
 from nnkit.layers import naming
+from nnkit.layers.config import Configurable
+from nnkit.layers.parameter import NotBuiltError, Parameter
+from nnkit.layers.placement import Placement
 from nnkit.layers.symbolic import inbound_nodes, is_symbolic_call, symbolic_call
 
 __all__ = ["Module", "Parameter", "NotBuiltError"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-
-
-class NotBuiltError(RuntimeError):
-    """Raised when the weights of a lazily built layer are needed before its first call."""
-
-
-class Parameter(Tensor):
-    """A Tensor that is a module weight: a leaf that requires grad by default.
-
-    Assigning a Parameter as a Module attribute registers it, so that it appears in
-    ``parameters()`` and ``state_dict()``. It shares memory with ``data``.
-
-    Args:
-        data: a Tensor (or anything :func:`nnkit.as_tensor` accepts); empty if None.
-        requires_grad: whether the parameter records gradients.
-
-    Example:
-        >>> w = Parameter(nnkit.randn(3, 4))
-        >>> w.is_leaf, w.requires_grad
-        (True, True)
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, data=None, requires_grad: bool = True) -> "Parameter":
-        data = empty(0) if data is None else as_tensor(data)
-        p = object.__new__(cls)
-        p._impl = TensorImpl(data._impl.data, False)
-        p.requires_grad_(requires_grad)
-        return p
-
-    def __init__(self, data=None, requires_grad: bool = True) -> None:
-        pass  # everything happens in __new__; Tensor.__init__ would copy the data
-
-    def __repr__(self) -> str:
-        return "Parameter containing:\n" + super().__repr__()
-
-    def __deepcopy__(self, memo: dict) -> "Parameter":
-        if id(self) not in memo:
-            memo[id(self)] = Parameter(self.detach().clone(), self.requires_grad)
-        return memo[id(self)]
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -105,7 +62,7 @@ class _HookHandle:
         self.remove()
 
 
-class Module:
+class Module(Configurable, Placement):
     """Base class of every layer and model.
 
     A subclass creates its parameters and sub-modules in ``__init__`` (after calling
@@ -133,24 +90,6 @@ class Module:
 
     built = True
     _version = 1
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        # Remember the arguments of the outermost constructor call: get_config() is then
-        # those arguments, for any layer (Keras asks every layer to write get_config).
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_records_config", False):
-            return
-
-        @functools.wraps(init)
-        def __init__(self, *args, **kw):  # noqa: N807
-            kw = naming.without_name(init, kw)  # Module.__new__ has taken the name
-            if "_init_arguments" not in self.__dict__:
-                self.__dict__["_init_arguments"] = (args, kw)
-            init(self, *args, **kw)
-
-        __init__._records_config = True
-        cls.__init__ = __init__
 
     def __new__(cls, *args, **kwargs):
         # Keras's layer name, given (``name=``) or snake_case class name made unique;
@@ -220,59 +159,6 @@ class Module:
         dtype = x.dtype if x.is_floating_point() else None
         self._apply(lambda t: t.to(device=x.device, dtype=dtype if t.is_floating_point()
                                    else None), recurse=False)
-
-    # ------------------------------------------------------------ config
-    def get_config(self) -> dict:
-        """The arguments that rebuild this module with :meth:`from_config` (Keras).
-
-        By default, the arguments its constructor was called with (defaults included);
-        a module whose state is not described by them overrides this.
-
-        Raises:
-            NotImplementedError: if the constructor's arguments are unknown.
-
-        Example:
-            >>> Dense(4, activation="relu").get_config()["units"]
-            4
-        """
-        recorded = self.__dict__.get("_init_arguments")
-        if recorded is None and type(self).__init__ is Module.__init__:
-            recorded = ((), {})  # a module whose constructor takes no arguments
-        if recorded is None:
-            raise NotImplementedError(f"{type(self).__name__} cannot describe itself: define "
-                                      "get_config() (and from_config() if needed)")
-        signature = inspect.signature(type(self).__init__)
-        bound = signature.bind(self, *recorded[0], **recorded[1])
-        bound.apply_defaults()
-        config = {}
-        for name, parameter in list(signature.parameters.items())[1:]:
-            value = bound.arguments[name]
-            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-                config.update(value)
-            else:
-                config[name] = list(value) if parameter.kind is (
-                    inspect.Parameter.VAR_POSITIONAL) else value
-        return config
-
-    @classmethod
-    def from_config(cls, config: dict):
-        """A new module from what :meth:`get_config` returned."""
-        config = dict(config)
-        positional = [name for name, p in inspect.signature(cls.__init__).parameters.items()
-                      if p.kind is inspect.Parameter.VAR_POSITIONAL]
-        args = config.pop(positional[0], []) if positional else []
-        return cls(*args, **config)
-
-    def get_build_config(self) -> dict | None:
-        """The input shape a lazily built layer was built for (None if not lazy)."""
-        shape = self.__dict__.get("_build_shape")
-        return None if shape is None else {"input_shape": list(shape)}
-
-    def build_from_config(self, config: dict) -> None:
-        """Build the weights for the saved input shape, as the first call did."""
-        self.build(tuple(config["input_shape"]))
-        self.built = True
-        self.__dict__["_build_shape"] = tuple(config["input_shape"])
 
     def _describe(self) -> str:
         return f"{self._get_name()}({self.extra_repr()})"
@@ -619,80 +505,6 @@ class Module:
             child.apply(fn)
         fn(self)
         return self
-
-    # ------------------------------------------------------ device and dtype
-    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> "Module":
-        """Replace every parameter's and buffer's data by ``fn(data)``, keeping identity."""
-        modules = self.modules() if recurse else [self]
-        for module in modules:
-            for p in module._parameters.values():
-                if p is None:
-                    continue
-                p.data = fn(p.detach())
-                if p.grad is not None:
-                    grad = p.grad
-                    grad.data = fn(grad.detach())
-            for name, b in module._buffers.items():
-                if b is not None:
-                    module._buffers[name] = fn(b)
-        return self
-
-    def to(self, *args, device=None, dtype=None) -> "Module":
-        """Move and/or cast the parameters and buffers in place; returns self.
-
-        Accepts ``to('cuda')``, ``to(nnkit.float64)``, ``to(device, dtype)``,
-        ``to(tensor)`` or keywords. Only floating tensors change dtype. Parameters keep
-        their identity (their ``.data`` is swapped), so an optimizer made before the move
-        keeps working.
-        """
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, DType):
-                dtype = a
-            elif isinstance(a, (str, Device)):
-                device = a
-            else:
-                raise TypeError(f"to() received an invalid argument {a!r}: expected a device, "
-                                "a dtype or a Tensor")
-        dtype = to_dtype(dtype) if dtype is not None else None
-        if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, got {dtype}")
-
-        def convert(t: Tensor) -> Tensor:
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
-
-        # Remembered for lazy layers not built yet: fit() sends batches here, and the
-        # layers build on their first input's device and dtype.
-        old_device, old_dtype = self.__dict__.get("_placement", (None, None))
-        self.__dict__["_placement"] = (device or old_device, dtype or old_dtype)
-        return self._apply(convert)
-
-    def cpu(self) -> "Module":
-        """Move every parameter and buffer to the CPU."""
-        return self.to("cpu")
-
-    def cuda(self, device=None) -> "Module":
-        """Move every parameter and buffer to a CUDA device (default ``cuda:0``)."""
-        return self.to(device if device is not None else "cuda")
-
-    def float(self) -> "Module":
-        """Cast floating parameters and buffers to float32."""
-        from nnkit.backends.dtypes import float32
-
-        return self.to(float32)
-
-    def double(self) -> "Module":
-        """Cast floating parameters and buffers to float64."""
-        from nnkit.backends.dtypes import float64
-
-        return self.to(float64)
-
-    def half(self) -> "Module":
-        """Cast floating parameters and buffers to float16."""
-        from nnkit.backends.dtypes import float16
-
-        return self.to(float16)
 
     def __deepcopy__(self, memo: dict) -> "Module":
         """``copy.deepcopy(module)``: fresh copies of every parameter and buffer.
