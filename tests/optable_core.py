@@ -3,7 +3,9 @@
 Samples stay small (a few dozen elements at most) so the whole table runs fast;
 they cover 0-d, broadcast, scalar-operand and dim/keepdim variants. Inputs of ops
 with kinks (abs, relu, clamp, max, ...) are drawn away from the kink, so central
-differences never straddle it.
+differences never straddle it. Reductions are in ``tests/optable_reduce.py``, the
+discrete ops (comparisons, rounding, remainders) in ``tests/optable_discrete.py``;
+both use the generators defined here.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import numpy as np
 import nnkit
 from nnkit.autograd.ops.indexing import GatherGrad
 from nnkit.autograd.ops.linalg import MatMul
-from nnkit.autograd.ops.reduction import LogSumExpGrad, Unreduce
 from tests.opspec import OpSpec, Sample
 
 OPS: list[OpSpec] = []
@@ -109,6 +110,8 @@ def _pow_scalar_samples(rng):
 
 
 row("pow_scalar", lambda a, e: a ** e, np.power, _pow_scalar_samples)
+
+
 row("neg", lambda x: -x, np.negative, unary_samples())
 row("exp", lambda x: x.exp(), np.exp, unary_samples())
 row("log", lambda x: x.log(), np.log, unary_samples(pos))
@@ -179,7 +182,9 @@ row("where", lambda c, a, b: nnkit.where(c, a, b), np.where, _where_samples)
 def _masked_fill_samples(rng):
     return [Sample((rn(rng, 2, 3), rng.random((2, 3)) > 0.5, -1.5), desc="same"),
             Sample((rn(rng, 3, 4), rng.random((1, 4)) > 0.5, 2.0), desc="bcast"),
-            Sample((rn(rng), np.array(False), 0.0), desc="0d")]
+            Sample((rn(rng), np.array(False), 0.0), desc="0d"),
+            Sample((rn(rng, 2, 3), rng.random((2, 3)) > 0.5, rn(rng)), desc="0d-tensor-value"),
+            Sample((rn(rng, 3), rng.random((2, 3)) > 0.5, rn(rng)), desc="mask-larger")]
 
 
 row("masked_fill", lambda x, m, v: x.masked_fill(m, v), lambda x, m, v: np.where(m, v, x),
@@ -210,117 +215,6 @@ row("addcmul_value", lambda a, b, c: nnkit.addcmul(a, b, c, value=0.5),
     lambda a, b, c: a + 0.5 * b * c, _ternary_samples())
 row("addcdiv", lambda a, b, c: nnkit.addcdiv(a, b, c, value=-2.0),
     lambda a, b, c: a - 2.0 * b / c, _ternary_samples(pos))
-
-
-# ================================================================ reductions
-def _reduce_samples(gen=rn, extra=()):
-    def samples(rng):
-        return [Sample((gen(rng, 2, 3, 2),), {}, desc="all"),
-                Sample((gen(rng, 2, 3, 2),), {"dim": 1}, desc="dim1"),
-                Sample((gen(rng, 2, 3, 2),), {"dim": (0, 2), "keepdim": True},
-                       desc="dims-keep"),
-                Sample((gen(rng, 3, 4),), {"dim": -1, "keepdim": True}, desc="neg-keep"),
-                Sample((gen(rng),), {}, desc="0d")] + [
-                    Sample((gen(rng, 3, 4),), dict(kw), desc=d) for d, kw in extra]
-    return samples
-
-
-def _np_reduce(f):
-    def ref(x, dim=None, keepdim=False):
-        return f(x, axis=dim, keepdims=keepdim)
-    return ref
-
-
-row("sum", lambda x, **kw: x.sum(**kw), _np_reduce(np.sum), _reduce_samples())
-row("mean", lambda x, **kw: x.mean(**kw), _np_reduce(np.mean), _reduce_samples())
-row("amax", lambda x, **kw: x.amax(**kw), _np_reduce(np.max), _reduce_samples(distinct))
-row("amin", lambda x, **kw: nnkit.amin(x, **kw), _np_reduce(np.min), _reduce_samples(distinct))
-row("max_all", lambda x: x.max(), np.max, unary_samples(distinct))
-
-def _np_unreduce(g, in_shape, dims, keepdim, scale):
-    keep = tuple(1 if dims is None or k in dims else n for k, n in enumerate(in_shape))
-    return np.broadcast_to(np.reshape(g, keep) * scale, in_shape)
-
-
-# Unreduce: the backward of sum and mean as one op (its backward is sum), called directly.
-row("unreduce", lambda g, *a: Unreduce.apply(g, *a), _np_unreduce,
-    lambda rng: [Sample((rn(rng, 2, 2), (2, 3, 2), (1,), False, 1), desc="sum-dim1"),
-                 Sample((rn(rng, 2, 1, 1), (2, 3, 4), (1, 2), True, 1), desc="sum-keep"),
-                 Sample((rn(rng), (3, 4), None, False, 0.25), desc="mean-all"),
-                 Sample((rn(rng, 3, 1), (3, 4), (1,), True, 0.25), desc="mean-keep")])
-row("min_all", lambda x: nnkit.min(x), np.min, unary_samples(distinct))
-
-
-def _dim_samples(rng):
-    return [Sample((distinct(rng, 3, 4),), {"dim": 1}, desc="dim1"),
-            Sample((distinct(rng, 3, 4),), {"dim": 0, "keepdim": True}, desc="dim0-keep"),
-            Sample((distinct(rng, 2, 3, 2),), {"dim": -2}, desc="3d-neg"),
-            Sample((distinct(rng, 5),), {"dim": 0}, desc="1d")]
-
-
-def _np_maxmin(vf, af):
-    def ref(x, dim, keepdim=False):
-        return vf(x, axis=dim, keepdims=keepdim), af(x, axis=dim, keepdims=keepdim)
-    return ref
-
-
-row("max_dim", lambda x, **kw: x.max(**kw), _np_maxmin(np.max, np.argmax), _dim_samples)
-row("min_dim", lambda x, **kw: nnkit.min(x, **kw), _np_maxmin(np.min, np.argmin), _dim_samples)
-row("max_dim_values", lambda x, **kw: x.max(**kw).values, _np_reduce(np.max), _dim_samples)
-
-
-def _var_samples(rng):
-    return [Sample((rn(rng, 2, 3, 2),), {}, desc="all"),
-            Sample((rn(rng, 3, 4),), {"dim": 1}, desc="dim1"),
-            Sample((rn(rng, 2, 3, 2),), {"dim": (0, 2), "keepdim": True}, desc="dims-keep"),
-            Sample((rn(rng, 3, 4),), {"dim": 0, "correction": 0}, desc="corr0"),
-            Sample((rn(rng, 5),), {"correction": 2}, desc="corr2")]
-
-
-def _np_var(f):
-    def ref(x, dim=None, correction=1, keepdim=False):
-        return f(x, axis=dim, ddof=correction, keepdims=keepdim)
-    return ref
-
-
-row("var", lambda x, **kw: x.var(**kw), _np_var(np.var), _var_samples)
-row("std", lambda x, **kw: x.std(**kw), _np_var(np.std), _var_samples)
-row("var_unbiased_false", lambda x: nnkit.var(x, 1, unbiased=False),
-    lambda x: np.var(x, axis=1), lambda rng: [Sample((rn(rng, 3, 4),))])
-
-
-def _np_logsumexp(x, dim=None, keepdim=False):
-    return np.log(np.sum(np.exp(x), axis=dim, keepdims=keepdim))
-
-
-# LogSumExpGrad: logsumexp's backward g * exp(x - out) as one op, called directly.
-row("logsumexp_grad", lambda g, x, out: LogSumExpGrad.apply(g, x, out),
-    lambda g, x, out: g * np.exp(x - out),
-    lambda rng: [Sample((rn(rng, 3, 1), rn(rng, 3, 4), rn(rng, 3, 1)), desc="rows"),
-                 Sample((rn(rng, 1, 3, 1), rn(rng, 2, 3, 2), rn(rng, 2, 1, 2)),
-                        desc="3d")])
-row("logsumexp", lambda x, **kw: x.logsumexp(**kw), _np_logsumexp,
-    lambda rng: [Sample((rn(rng, 3, 4),), {"dim": 1}, desc="dim1"),
-                 Sample((rn(rng, 2, 3, 2) * 50,), {"dim": (0, 2), "keepdim": True},
-                        desc="large-keep"),
-                 Sample((rn(rng, 5),), {}, desc="all"),
-                 Sample((rn(rng),), {}, desc="0d")])
-
-
-def _np_norm(x, p=2, dim=None, keepdim=False):
-    a = np.abs(x)
-    if p == float("inf"):
-        return np.max(a, axis=dim, keepdims=keepdim)
-    return np.sum(a ** p, axis=dim, keepdims=keepdim) ** (1.0 / p)
-
-
-row("norm", lambda x, **kw: x.norm(**kw), _np_norm,
-    lambda rng: [Sample((away(rng, 3, 4),), {}, desc="l2-all"),
-                 Sample((away(rng, 3, 4),), {"dim": 1}, desc="l2-dim"),
-                 Sample((away(rng, 3, 4),), {"p": 1, "dim": 0, "keepdim": True}, desc="l1"),
-                 Sample((away(rng, 3, 4) * distinct(rng, 3, 4),), {"p": float("inf")},
-                        desc="inf"),
-                 Sample((away(rng, 2, 3),), {"p": 3, "dim": -1}, desc="p3")])
 
 
 # ==================================================================== linalg
@@ -421,7 +315,10 @@ row("expand_as", lambda x, y: x.expand_as(y), lambda x, y: np.broadcast_to(x, y.
     lambda rng: [Sample((rn(rng, 3, 1), rn(rng, 3, 4)), diff=(0,))])
 row("repeat", lambda x, reps: x.repeat(*reps), lambda x, reps: np.tile(x, reps),
     lambda rng: [Sample((rn(rng, 2, 3), (2, 1))), Sample((rn(rng, 3), (2, 2)), desc="lead"),
-                 Sample((rn(rng, 2, 2), (1, 3)))])
+                 Sample((rn(rng, 2, 2), (1, 3))),
+                 Sample((rn(rng, 0, 3), (2, 2)), desc="empty"),
+                 Sample((rn(rng, 3), (0,)), desc="zero-repeat"),
+                 Sample((rn(rng, 2), (0, 2)), desc="zero-repeat-lead")])
 
 
 def _cat_samples(rng):
@@ -555,10 +452,29 @@ row("scatter_add", lambda x, dim, index, src: x.scatter_add(dim, index, src), _n
                  Sample((rn(rng, 3, 4), 1, rng.integers(0, 4, (2, 2)), rn(rng, 3, 3)),
                         desc="src-larger")])
 row("index_select", lambda x, dim, index: x.index_select(dim, index),
-    lambda x, dim, index: np.take(x, index, axis=dim),
+    lambda x, dim, index: x.copy() if x.ndim == 0 else np.take(x, index.reshape(-1), axis=dim),
     lambda rng: [Sample((rn(rng, 3, 4), 0, np.array([2, 0, 2])), desc="dim0-repeat"),
                  Sample((rn(rng, 3, 4), 1, np.array([3, 1])), desc="dim1"),
-                 Sample((rn(rng, 3, 4), -1, np.array([0, 0, 0, 0])), desc="neg")])
+                 Sample((rn(rng, 3, 4), -1, np.array([0, 0, 0, 0])), desc="neg"),
+                 Sample((rn(rng), 0, np.array([0])), desc="0d"),
+                 Sample((rn(rng, 3), 0, np.array(2)), desc="0d-index")])
+
+
+def _np_take_along_dim(x, index, dim=None):
+    if dim is None:
+        return np.take_along_axis(x.reshape(-1), index.reshape(-1), 0)
+    shape = np.broadcast_shapes(np.delete(x.shape, dim), np.delete(index.shape, dim))
+    x = np.broadcast_to(x, np.insert(shape, dim % x.ndim, x.shape[dim]))
+    index = np.broadcast_to(index, np.insert(shape, dim % x.ndim, index.shape[dim]))
+    return np.take_along_axis(x, index % x.shape[dim], dim)
+
+
+row("take_along_dim", lambda x, index, *a: nnkit.take_along_dim(x, index, *a),
+    _np_take_along_dim,
+    lambda rng: [Sample((rn(rng, 3, 3), np.array([[0, 2]]), 1), desc="index-broadcasts"),
+                 Sample((rn(rng, 1, 4), rng.integers(0, 4, (3, 2)), 1), desc="input-broadcasts"),
+                 Sample((rn(rng, 3, 4), rng.integers(-3, 3, (2, 4)), 0), desc="negative"),
+                 Sample((rn(rng, 3, 4), np.array([11, 0, 5, 5])), desc="flattened")])
 
 
 def _np_index_add(x, dim, index, src, alpha=1):
@@ -588,106 +504,3 @@ row("masked_select", lambda x, m: x.masked_select(m),
         np.broadcast_to(m, np.broadcast_shapes(x.shape, m.shape))],
     lambda rng: [Sample((rn(rng, 3, 4), rng.random((3, 4)) > 0.5), desc="same"),
                  Sample((rn(rng, 3, 4), rng.random((1, 4)) > 0.5), desc="bcast")])
-
-# ========================================================== non-differentiable
-def _cmp_samples(rng):
-    return [Sample((ints(rng, 2, 3).astype(float), ints(rng, 2, 3).astype(float)), desc="same"),
-            Sample((ints(rng, 3, 1).astype(float), ints(rng, 1, 4).astype(float)), desc="bcast"),
-            Sample((ints(rng, 2, 3).astype(float), 1.0), desc="scalar"),
-            Sample((ints(rng, 2, 3), ints(rng, 3)), desc="int")]
-
-
-for _name, _op, _np in (("eq", lambda a, b: a == b, np.equal),
-                        ("ne", lambda a, b: a != b, np.not_equal),
-                        ("lt", lambda a, b: a < b, np.less),
-                        ("le", lambda a, b: a <= b, np.less_equal),
-                        ("gt", lambda a, b: a > b, np.greater),
-                        ("ge", lambda a, b: a >= b, np.greater_equal)):
-    row(_name, _op, _np, _cmp_samples, differentiable=False)
-    row(_name + "_fn", getattr(nnkit, _name), _np, _cmp_samples, differentiable=False)
-
-
-def _bool_samples(rng):
-    return [Sample((rng.random((2, 3)) > 0.5, rng.random((2, 3)) > 0.5), desc="bool"),
-            Sample((rng.random((3, 1)) > 0.5, rng.random((1, 4)) > 0.5), desc="bcast")]
-
-
-def _int_samples(rng):
-    return [Sample((ints(rng, 2, 3, hi=8), ints(rng, 2, 3, hi=8)), desc="int"),
-            Sample((ints(rng, 2, 3, hi=8), 5), desc="int-scalar")]
-
-
-for _name, _op, _np in (("logical_and", nnkit.logical_and, np.logical_and),
-                        ("logical_or", nnkit.logical_or, np.logical_or),
-                        ("logical_xor", nnkit.logical_xor, np.logical_xor)):
-    row(_name, _op, _np, _bool_samples, differentiable=False)
-row("logical_not", nnkit.logical_not, np.logical_not,
-    lambda rng: [Sample((rng.random((2, 3)) > 0.5,)), Sample((ints(rng, 3),), desc="int")],
-    differentiable=False)
-for _name, _op, _np in (("bitwise_and", lambda a, b: a & b, np.bitwise_and),
-                        ("bitwise_or", lambda a, b: a | b, np.bitwise_or),
-                        ("bitwise_xor", lambda a, b: a ^ b, np.bitwise_xor)):
-    row(_name, _op, _np, lambda rng: _bool_samples(rng) + _int_samples(rng),
-        differentiable=False)
-row("bitwise_not", lambda a: ~a, np.invert,
-    lambda rng: [Sample((rng.random((2, 3)) > 0.5,)), Sample((ints(rng, 2, 3, lo=-4, hi=4),))],
-    differentiable=False)
-
-
-def _float_nd_samples(rng):
-    return [Sample((rn(rng, 2, 3) * 3,)), Sample((np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5]),),
-                                                 desc="halves"),
-            Sample((np.array(1.7),), desc="0d")]
-
-
-for _name, _np in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round),
-                   ("trunc", np.trunc), ("sign", np.sign)):
-    row(_name, getattr(nnkit, _name), _np, _float_nd_samples, differentiable=False)
-row("round_decimals", lambda x: x.round(decimals=1), lambda x: np.round(x, 1),
-    lambda rng: [Sample((rn(rng, 2, 3),))], differentiable=False)
-row("floor_divide", lambda a, b: a // b, np.floor_divide,
-    lambda rng: [Sample((rn(rng, 2, 3) * 3, pos(rng, 2, 3))),
-                 Sample((ints(rng, 2, 3, hi=9), ints(rng, 3, lo=1, hi=4)), desc="int")],
-    differentiable=False)
-row("remainder", lambda a, b: a % b, np.remainder,
-    lambda rng: [Sample((rn(rng, 2, 3) * 3, pos(rng, 2, 3))),
-                 Sample((ints(rng, 2, 3, hi=9), 4), desc="int-scalar")],
-    differentiable=False)
-row("div_trunc", lambda a, b: nnkit.div(a, b, rounding_mode="trunc"),
-    lambda a, b: np.trunc(a / b), lambda rng: [Sample((rn(rng, 2, 3) * 3, pos(rng, 2, 3)))],
-    differentiable=False)
-
-
-def _arg_samples(rng):
-    return [Sample((distinct(rng, 3, 4),), desc="all"),
-            Sample((distinct(rng, 3, 4),), {"dim": 1}, desc="dim1"),
-            Sample((distinct(rng, 3, 4),), {"dim": 0, "keepdim": True}, desc="keep"),
-            Sample((distinct(rng, 2, 3, 2),), {"dim": -1}, desc="3d")]
-
-
-row("argmax", lambda x, **kw: x.argmax(**kw),
-    lambda x, dim=None, keepdim=False: np.argmax(x, axis=dim, keepdims=keepdim),
-    _arg_samples, differentiable=False)
-row("argmin", lambda x, **kw: nnkit.argmin(x, **kw),
-    lambda x, dim=None, keepdim=False: np.argmin(x, axis=dim, keepdims=keepdim),
-    _arg_samples, differentiable=False)
-_SPECIAL = np.array([1.0, np.nan, -np.inf, 0.0, np.inf, -2.0])
-for _name, _np in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
-    row(_name, getattr(nnkit, _name), _np,
-        lambda rng: [Sample((_SPECIAL.copy(),), diff=()), Sample((rn(rng, 2, 3),))],
-        differentiable=False)
-row("all", lambda x, **kw: x.all(**kw),
-    lambda x, dim=None, keepdim=False: np.all(x, axis=dim, keepdims=keepdim),
-    lambda rng: [Sample((rng.random((3, 4)) > 0.2,)), Sample((rng.random((3, 4)) > 0.2,),
-                                                             {"dim": 1})],
-    differentiable=False)
-row("any", lambda x, **kw: x.any(**kw),
-    lambda x, dim=None, keepdim=False: np.any(x, axis=dim, keepdims=keepdim),
-    lambda rng: [Sample((rng.random((3, 4)) > 0.8,)), Sample((rn(rng, 3, 4) > 1.0,),
-                                                             {"dim": 0, "keepdim": True})],
-    differentiable=False)
-row("count_nonzero", lambda x, **kw: nnkit.count_nonzero(x, **kw),
-    lambda x, dim=None: np.count_nonzero(x, axis=dim),
-    lambda rng: [Sample((ints(rng, 3, 4).astype(float),)),
-                 Sample((ints(rng, 3, 4).astype(float),), {"dim": 1})],
-    differentiable=False)

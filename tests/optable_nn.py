@@ -117,11 +117,17 @@ def ref_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
 
 
 def ref_softmax(x, dim):
+    if x.size == 0:
+        return x.copy()
+    dim = None if x.ndim == 0 else dim
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)
 
 
 def ref_log_softmax(x, dim):
+    if x.size == 0:
+        return x.copy()
+    dim = None if x.ndim == 0 else dim
     z = x - x.max(axis=dim, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
 
@@ -215,8 +221,8 @@ def ref_gelu(x, approximate="none"):
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
 
 
-def ref_softplus(x):
-    return np.logaddexp(x, 0.0)
+def ref_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(x * beta > threshold, x, np.logaddexp(x * beta, 0.0) / beta)
 
 
 def ref_pad(x, pad, mode="constant", value=0.0):
@@ -305,9 +311,11 @@ row("adaptive_avg_pool2d", F.adaptive_avg_pool2d, _ref_adaptive, lambda rng: [
 # -------------------------------------------------------------- activations
 row("softmax", F.softmax, ref_softmax, lambda rng: [
     Sample((rn(rng, 3, 4), 1)), Sample((rn(rng, 2, 3, 4), 0), desc="dim0"),
-    Sample((rn(rng, 5), -1), desc="1d")])
+    Sample((rn(rng, 5), -1), desc="1d"), Sample((rn(rng), 0), desc="0d"),
+    Sample((rn(rng, 2, 0), 1), desc="empty")])
 row("log_softmax", F.log_softmax, ref_log_softmax, lambda rng: [
-    Sample((rn(rng, 3, 4), 1)), Sample((rn(rng, 2, 3, 4), -2), desc="mid")])
+    Sample((rn(rng, 3, 4), 1)), Sample((rn(rng, 2, 3, 4), -2), desc="mid"),
+    Sample((rn(rng), -1), desc="0d"), Sample((rn(rng, 2, 0), 1), desc="empty")])
 row("gelu", F.gelu, ref_gelu, lambda rng: [
     Sample((rn(rng, 3, 4) * 2,)), Sample((rn(rng, 3, 4) * 2,), dict(approximate="tanh"),
                                          desc="tanh")])
@@ -319,9 +327,13 @@ row("elu", F.elu, lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.mi
 row("selu", F.selu, lambda x: 1.0507009873554805 * np.where(
     x > 0, x, 1.6732632423543772 * np.expm1(np.minimum(x, 0))),
     lambda rng: [Sample((away(rng, 3, 4),))])
-row("softplus", F.softplus, ref_softplus, lambda rng: [Sample((rn(rng, 3, 4) * 3,))])
+row("softplus", F.softplus, ref_softplus, lambda rng: [
+    Sample((rn(rng, 3, 4) * 3,)),
+    # linear above the threshold: inputs kept away from beta * x == threshold
+    Sample((np.array([[-2.0, 0.3, 1.2], [1.9, 2.6, 4.0]]), 2.0, 3.0), desc="threshold"),
+    Sample((np.array([-1.0, 0.4, 0.7, 3.0]), 1.0, 0.5), desc="low-threshold")])
 row("hardtanh", F.hardtanh, lambda x: np.clip(x, -1, 1), lambda rng: [
-    Sample((distinct(rng, 3, 4, gap=0.05) * 1.5,))], gradgrad=False)
+    Sample((distinct(rng, 3, 4, gap=0.05) * 1.5,))])
 row("relu6", F.relu6, lambda x: np.clip(x, 0, 6), lambda rng: [
     Sample((away(rng, 3, 4) * 3 + 3,))])
 row("logsigmoid", F.logsigmoid, lambda x: -np.logaddexp(0, -x), lambda rng: [

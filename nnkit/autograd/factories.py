@@ -178,7 +178,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    ``start``/``end`` may be numbers or 0-d tensors (their values are used: the result
+    is computed in ``dtype``, not in theirs).
+    """
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     cls, dt = _cls_dt(dtype, device)
     return _make(cls.linspace(start, end, steps, dt.np), requires_grad)
 

@@ -407,12 +407,27 @@ class Op(Function):
         return res
 
 
+_SHAPE_WORDS = ("shape", "dimension", "axis", "axes", "size", "concatenat", "mismatch")
+
+
 def _shape_error(cls, exc, impls):
-    """A forward's ValueError as a ShapeError naming the op and the input shapes."""
+    """A forward's ValueError (raised by the array library: op forwards raise their own
+    errors as ShapeError, TypeError, RuntimeError, ...) as an error naming the op.
+
+    A broadcast failure is a ShapeError naming the op and the input shapes, in nnkit's
+    words; another shape complaint a ShapeError with the library's detail; any other
+    ValueError (a value the library refuses) a RuntimeError naming the op.
+    """
     if isinstance(exc, ShapeError):
         return exc
+    name = cls.__name__.lower()
     shapes = " and ".join(str(tuple(i.data.shape)) for i in impls if i is not None)
-    return ShapeError(f"{cls.__name__.lower()}: invalid input shapes {shapes}: {exc}")
+    text = str(exc)
+    if "broadcast" in text:
+        return ShapeError(f"{name}: the shapes {shapes} do not broadcast together")
+    if any(w in text.lower() for w in _SHAPE_WORDS):
+        return ShapeError(f"{name}: invalid input shapes {shapes}: {text}")
+    return RuntimeError(f"{name}: {text}")
 
 
 def _plain(m):

@@ -407,15 +407,16 @@ def ones_like(t: Tensor) -> Tensor:
 def _install_methods() -> None:
     """Install the operators and methods of Tensor from the op families, in one block."""
     from nnkit.autograd import ops
+    from nnkit.autograd.ops import discrete as dc
     from nnkit.autograd.ops import elementwise as ew
     from nnkit.autograd.ops import indexing as ix
 
     for name in ops.TENSOR_METHODS:
         setattr(Tensor, name, getattr(ops, name))
     binary = {"add": ew.add, "sub": ew.sub, "mul": ew.mul, "truediv": ew.div,
-              "floordiv": ew.floor_divide, "mod": ew.remainder, "pow": ew.pow,
-              "matmul": ops.matmul, "and": ew.bitwise_and, "or": ew.bitwise_or,
-              "xor": ew.bitwise_xor}
+              "floordiv": dc.floor_divide, "mod": dc.remainder, "pow": ew.pow,
+              "matmul": ops.matmul, "and": dc.bitwise_and, "or": dc.bitwise_or,
+              "xor": dc.bitwise_xor}
     for name, fn in binary.items():
         setattr(Tensor, f"__{name}__", fn)
         setattr(Tensor, f"__r{name}__", _reflected(fn))
@@ -426,9 +427,9 @@ def _install_methods() -> None:
     Tensor.__neg__ = ew.neg
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = ew.abs
-    Tensor.__invert__ = ew.bitwise_not
+    Tensor.__invert__ = dc.bitwise_not
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
-        setattr(Tensor, f"__{name}__", _comparison(getattr(ew, name)))
+        setattr(Tensor, f"__{name}__", _comparison(getattr(dc, name)))
     Tensor.__getitem__ = ix.getitem
     Tensor.__setitem__ = ix.setitem
     Tensor.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))

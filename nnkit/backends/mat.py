@@ -214,7 +214,10 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin):
         return self._new(self.xp.abs(self.array))
 
     def sign(self):
-        return self._new(self.xp.sign(self.array))
+        a = self.array
+        if a.dtype.kind == "f":  # NaN has sign 0, as in torch (xp.sign gives NaN)
+            return self._new((a > 0).astype(a.dtype) - (a < 0).astype(a.dtype))
+        return self._new(self.xp.sign(a))
 
     def reciprocal(self):
         return self._new(self.xp.reciprocal(self.array.astype(self.array.dtype)))
@@ -268,8 +271,20 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin):
     def remainder(self, other):
         return self._new(self.xp.remainder(self.array, other.array))
 
+    def fmod(self, other):
+        return self._new(self.xp.fmod(self.array, other.array))
+
     def pow(self, other):
-        return self._new(self.xp.power(self.array, other.array))
+        a, b = self.array, other.array
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu" and (b < 0).any():
+            # As torch: an integer to a negative integer power is 1 / a**|b| truncated:
+            # 1 for a == 1, +-1 for a == -1, 0 otherwise (where xp.power raises).
+            xp = self.xp
+            pos = xp.power(a, xp.where(b < 0, 0, b))
+            odd = (b % 2).astype(bool)
+            neg = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+            return self._new(xp.where(b < 0, neg, pos).astype(xp.result_type(a, b)))
+        return self._new(self.xp.power(a, b))
 
     def maximum(self, other):
         return self._new(self.xp.maximum(self.array, other.array))

@@ -218,6 +218,8 @@ class NNKernelsMixin:
 
     def softmax(self, axis):
         """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the maximum."""
+        if not self.array.size:  # nothing to normalise (the maximum has no identity)
+            return self.copy()
         z, s = self._shifted(axis)
         e = self.xp.exp(z)
         with np.errstate(invalid="ignore"):
@@ -226,6 +228,8 @@ class NNKernelsMixin:
 
     def log_softmax(self, axis):
         """``x - logsumexp(x)`` along ``axis``, shifted by the maximum."""
+        if not self.array.size:
+            return self.copy()
         z, s = self._shifted(axis)
         with np.errstate(invalid="ignore"):
             z -= self.xp.log(s)

@@ -22,6 +22,37 @@ def test_binary_shape_mismatch_names_op_and_shapes(op, name, device):
     assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_array_library_value_errors_name_the_op(grad):
+    """A ValueError from inside an op's forward (NumPy/CuPy) names the op: a shape
+    problem is a ShapeError, anything else a RuntimeError (never a ShapeError)."""
+    from nnkit.autograd.function import Op
+
+    class Picky(Op):
+        message = ""
+
+        @classmethod
+        def forward(cls, ctx, x):
+            raise ValueError(cls.message)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = nnkit.ones(2, 3, requires_grad=grad)
+    Picky.message = "operands could not be broadcast together with shapes (2,3) (4,5)"
+    with pytest.raises(nnkit.ShapeError, match=r"^picky: the shapes \(2, 3\) do not") as info:
+        Picky.apply(x)
+    assert "operands" not in str(info.value)
+    Picky.message = "cannot reshape array of size 6 into shape (4,)"
+    with pytest.raises(nnkit.ShapeError, match=r"^picky: invalid input shapes \(2, 3\)"):
+        Picky.apply(x)
+    Picky.message = "Integers to negative integer powers are not allowed."
+    with pytest.raises(RuntimeError, match="^picky: Integers to negative") as info:
+        Picky.apply(x)
+    assert not isinstance(info.value, ValueError)
+
+
 def test_shape_error_is_value_and_runtime_error():
     assert issubclass(nnkit.ShapeError, ValueError)
     assert issubclass(nnkit.ShapeError, RuntimeError)

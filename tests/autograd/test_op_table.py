@@ -1,7 +1,8 @@
 """Op-table driven tests: forward vs NumPy, gradcheck, gradgradcheck, non-differentiability.
 
-Rows come from ``tests/optable_core.py`` (tensor ops) and ``tests/optable_nn.py``
-(neural-network functional ops). A new op is one row there.
+Rows come from ``tests/optable_core.py`` (tensor ops), ``tests/optable_reduce.py``
+(reductions), ``tests/optable_discrete.py`` (comparisons, rounding, remainders) and
+``tests/optable_nn.py`` (neural-network functional ops). A new op is one row there.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ import nnkit
 from nnkit.autograd import gradcheck, gradgradcheck
 from tests.opspec import OpSpec, Sample
 from tests.optable_core import OPS as CORE_OPS
+from tests.optable_discrete import OPS as DISCRETE_OPS
+from tests.optable_reduce import OPS as REDUCE_OPS
 
 try:
     from tests.optable_nn import OPS as NN_OPS
 except ImportError:  # the nn table is optional until the layers land
     NN_OPS = []
 
-ALL_OPS: list[OpSpec] = CORE_OPS + NN_OPS
+ALL_OPS: list[OpSpec] = CORE_OPS + REDUCE_OPS + DISCRETE_OPS + NN_OPS
 
 
 def _params(kind):

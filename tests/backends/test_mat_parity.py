@@ -67,7 +67,8 @@ UNARY = {"neg": np.negative, "exp": np.exp, "expm1": np.expm1, "log": np.log,
          "ceil": np.ceil, "round": np.round, "trunc": np.trunc, "isnan": np.isnan,
          "isinf": np.isinf, "isfinite": np.isfinite}
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-          "floordiv": np.floor_divide, "remainder": np.remainder, "pow": np.power,
+          "floordiv": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
+          "pow": np.power,
           "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal,
           "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or,
@@ -133,6 +134,13 @@ def _exercise(M, dev):
         _close(getattr(p, name)(q), f(pn, qn))
     _close(p.logical_not(), ~pn)
     _close(M.from_host(np.array([1, 2])).invert(), np.invert(np.array([1, 2])))
+    # torch's conventions where NumPy differs: sign(NaN) is 0; an integer to a negative
+    # integer power is 1 / a**|b| truncated (NumPy raises)
+    _close(M.from_host(np.array([np.nan, -0.5, 0.0, 2.0])).sign(), [0.0, -1.0, 0.0, 1.0])
+    ib, ie = np.array([0, 1, -1, -1, 2, -3, 3]), np.array([-1, -2, -3, -2, -1, -1, 2])
+    got = M.from_host(ib).pow(M.from_host(ie))
+    assert got.dtype == np.int64
+    _close(got, [0, 1, -1, 1, 0, 0, 9])
     _close(p.where(a, b), np.where(pn, an, bn))
     _close(a.clip(0.8, 1.5), np.clip(an, 0.8, 1.5))
     assert a.allclose(M.from_host(an + 1e-9)) and not a.allclose(b)
@@ -253,8 +261,9 @@ def test_every_public_mat_method_is_exercised(device):
     M = _recording(base, seen)
     _exercise(M, nnkit.device(device))
     from nnkit.backends.creation import MatCreationMixin
+    from nnkit.backends.index_kernels import IndexKernelsMixin
 
-    common = _public(ArrayMat) | _public(MatCreationMixin)
+    common = _public(ArrayMat) | _public(MatCreationMixin) | _public(IndexKernelsMixin)
     required = common | {n for n in _public(type(base)) if n in common}
     missing = sorted(required - seen)
     assert not missing, f"Mat methods not exercised by this test: {missing}"

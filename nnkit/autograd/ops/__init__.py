@@ -21,6 +21,8 @@ from nnkit.autograd.factories import (
                                       to,
                                       type_as,
 )
+from nnkit.autograd.ops.discrete import *  # noqa: F401,F403
+from nnkit.autograd.ops.discrete import __all__ as _dc
 from nnkit.autograd.ops.elementwise import *  # noqa: F401,F403
 from nnkit.autograd.ops.elementwise import __all__ as _ew
 from nnkit.autograd.ops.indexing import *  # noqa: F401,F403
@@ -34,7 +36,7 @@ from nnkit.autograd.ops.reduction import __all__ as _rd
 from nnkit.autograd.ops.shape import *  # noqa: F401,F403
 from nnkit.autograd.ops.shape import __all__ as _sh
 
-__all__ = sorted(set(_ew) | set(_ix) | set(_ip) | set(_la) | set(_rd) | set(_sh))
+__all__ = sorted(set(_dc) | set(_ew) | set(_ix) | set(_ip) | set(_la) | set(_rd) | set(_sh))
 
 # Functions whose first argument is the tensor, installed as Tensor methods.
 TENSOR_METHODS = sorted(

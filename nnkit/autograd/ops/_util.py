@@ -9,8 +9,8 @@ import numpy as np
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.mat import ArrayMat
 
-__all__ = ["as_mat_pair", "scalar_mat", "float_mat", "wrap_dim", "norm_dims", "check_tensor",
-           "is_scalar"]
+__all__ = ["as_mat_pair", "scalar_mat", "float_mat", "wrap_dim", "norm_dims", "reduce_dims",
+           "check_tensor", "is_scalar"]
 
 
 def is_scalar(value) -> bool:
@@ -96,6 +96,22 @@ def norm_dims(dim, ndim: int, op: str):
             raise RuntimeError(f"{op}: dim {tuple(dim)} appears multiple times")
         return dims
     return (wrap_dim(dim, ndim, op),)
+
+
+def reduce_dims(dim, ndim: int, op: str, empty_is_all: bool = True):
+    """The dims a reduction's ``dim`` names, as :func:`norm_dims`, in torch's terms.
+
+    None stands for every dimension: so does an empty ``dim`` (``sum(x, dim=())`` sums
+    everything, as in torch; ``empty_is_all=False`` reduces nothing instead, as torch's
+    ``all``/``any``), and any valid ``dim`` of a 0-d tensor (0 and -1 name its only
+    "dimension": the reduction gives the value back).
+    """
+    if dim is None:
+        return None
+    dims = norm_dims(dim, ndim, op)
+    if not dims:
+        return None if empty_is_all else ()
+    return None if ndim == 0 else dims
 
 
 def check_tensor(x, op: str, name: str = "input"):

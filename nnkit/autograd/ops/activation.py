@@ -14,11 +14,12 @@ import math
 from nnkit.autograd.function import Op
 from nnkit.autograd.ops._util import check_tensor, float_mat, wrap_dim
 from nnkit.autograd.ops.elementwise import (
+    Clamp,
+    Softplus,
     clamp,
     erf,
     exp,
     expm1,
-    minimum,
     relu,
     sigmoid,
     softplus,
@@ -137,8 +138,8 @@ def silu(input):
 
 
 def mish(input):
-    """``x * tanh(softplus(x))``."""
-    return input * tanh(softplus(input))
+    """``x * tanh(softplus(x))`` (softplus without a threshold, as torch's kernel)."""
+    return input * tanh(Softplus.apply(input))
 
 
 def leaky_relu(input, negative_slope: float = 0.01):
@@ -147,8 +148,11 @@ def leaky_relu(input, negative_slope: float = 0.01):
 
 
 def elu(input, alpha: float = 1.0):
-    """``x`` where ``x > 0`` else ``alpha * (exp(x) - 1)`` (no overflow for large x)."""
-    return where(input > 0, input, expm1(minimum(input, 0.0)) * alpha)
+    """``x`` where ``x > 0`` else ``alpha * (exp(x) - 1)`` (no overflow for large x).
+
+    The gradient at 0 is ``alpha`` (the left branch's), as torch.
+    """
+    return where(input > 0, input, expm1(clamp(input, max=0.0)) * alpha)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -160,18 +164,25 @@ def selu(input):
     return elu(input, _SELU_ALPHA) * _SELU_SCALE
 
 
+class HardTanh(Clamp):
+    """``clamp`` whose gradient is 0 at the bounds themselves (torch's hardtanh)."""
+
+    strict = True
+
+
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0):
-    """``clamp(x, min_val, max_val)``."""
+    """``clamp(x, min_val, max_val)``; the gradient is 1 strictly inside, 0 at and beyond
+    the bounds (as torch; ``clamp``'s is 1 at the bounds)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
-    return clamp(input, min_val, max_val)
+    return HardTanh.apply(input, min_val, max_val)
 
 
 def relu6(input):
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)``; the gradient is 0 at 0 and 6 (as torch)."""
     return hardtanh(input, 0.0, 6.0)
 
 
 def logsigmoid(input):
     """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``."""
-    return -softplus(-input)
+    return -Softplus.apply(-input)

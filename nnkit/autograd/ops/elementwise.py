@@ -8,27 +8,15 @@ scalar operand takes the tensor's dtype (a float scalar never upcasts float32).
 from __future__ import annotations
 
 from nnkit.autograd.function import Op
+from nnkit.autograd.grad_mode import no_grad as _no_grad
 from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar
-from nnkit.autograd.ops.shape import cast, sum_to
+from nnkit.autograd.ops.discrete import floor_divide, logical_and, sign, trunc
+from nnkit.autograd.ops.shape import reduce_grad as _reduce
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "expm1", "log",
            "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh",
-           "sigmoid", "relu", "abs", "sign", "reciprocal", "clamp", "clip", "maximum",
-           "minimum", "floor_divide", "remainder", "floor", "ceil", "round", "trunc", "eq",
-           "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-           "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "where",
-           "masked_fill", "isnan", "isinf", "isfinite", "softplus", "erf", "lerp", "addcmul",
-           "addcdiv"]
-
-
-def _reduce(grad, meta):
-    """Bring ``grad`` back to an input's (shape, dtype)."""
-    shape, dtype = meta
-    m = grad._impl.data
-    if m.shape == shape and m.dtype == dtype:  # the common case: nothing to do
-        return grad
-    g = sum_to(grad, shape)
-    return g if g._impl.data.dtype == dtype else cast(g, dtype)
+           "sigmoid", "relu", "abs", "reciprocal", "clamp", "clip", "maximum", "minimum",
+           "where", "masked_fill", "softplus", "erf", "lerp", "addcmul", "addcdiv"]
 
 
 def _meta(a, b, ctx):
@@ -143,30 +131,60 @@ true_divide = div
 class Pow(Op):
     @staticmethod
     def forward(ctx, a, b):
+        e = b if is_scalar(b) else None  # a Python exponent: its gradient is plain maths
         a, b = as_mat_pair(a, b, "pow")
-        if b.dtype.kind in "iu" and a.dtype.kind in "iu" and (b.array < 0).any():
-            raise ValueError("pow: integers to negative integer powers are not allowed")
         _meta(a, b, ctx)
         out = a.pow(b)
+        ctx.e = e
         ctx.save_for_backward(a, b, out)
         return out
 
     @staticmethod
     def backward(ctx, grad_output):
+        # torch's conventions: d/da is 0 where b == 0 (also at 0**0); d/db is 0 where
+        # a == 0 and b >= 0, -inf where a == 0 and b < 0, NaN where a < 0.
         a, b, out = ctx.saved_tensors
         n = ctx.needs_input_grad
         ga = gb = None
         if n[0]:
-            ga = _reduce(grad_output * b * pow(a, b - 1), ctx.meta[0])
+            e = ctx.e
+            if e is not None:
+                ga = grad_output * e * pow(a, e - 1) if e != 0 else grad_output.new_zeros(
+                    grad_output.shape)
+            else:  # b * a**(b-1), with the exponent 1 where b == 0 (no 0 * inf)
+                ga = grad_output * b * pow(a, where(b == 0, 1.0, b) - 1)
+            ga = _reduce(ga, ctx.meta[0])
         if n[1]:
-            safe = where(a > 0, a, 1.0)
-            gb = _reduce(grad_output * out * where(a > 0, log(safe), 0.0), ctx.meta[1])
+            pos = a > 0
+            lg = where(pos, out, 0.0) * log(where(pos, a, 1.0))
+            with _no_grad():
+                edge = where(a == 0, where(b >= 0, 0.0, float("-inf")), float("nan"))
+            gb = _reduce(grad_output * where(pos, lg, edge.to(lg.dtype)), ctx.meta[1])
         return ga, gb
 
 
 def pow(input, exponent):
-    """``input ** exponent``, elementwise (either may be a scalar)."""
+    """``input ** exponent``, elementwise (either may be a scalar).
+
+    An integer tensor to a negative integer power gives torch's integer results (1 for 1,
+    +-1 for -1, else 0); a negative Python int exponent of an integer tensor is refused,
+    as in torch.
+
+    Raises:
+        RuntimeError: for an integer tensor to a negative Python int power.
+    """
+    if (isinstance(exponent, int) and exponent < 0 and not isinstance(exponent, bool)
+            and _is_integer_tensor(input)):
+        raise RuntimeError("pow: integers to negative integer powers are not allowed "
+                           f"(exponent {exponent}); use a float exponent such as "
+                           f"{float(exponent)}")
     return Pow.apply(input, exponent)
+
+
+def _is_integer_tensor(x) -> bool:
+    from nnkit.autograd.tensor import Tensor
+
+    return isinstance(x, Tensor) and x._impl.data.dtype.kind in "iub"
 
 
 class Neg(Op):
@@ -290,10 +308,11 @@ def reciprocal(input):
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
-    """``log(1 + exp(beta * x)) / beta``, stable for large inputs."""
-    if beta == 1.0:
-        return Softplus.apply(input)
-    return Softplus.apply(input * beta) / beta
+    """``log(1 + exp(beta * x)) / beta``, stable for large inputs; ``x`` itself where
+    ``beta * x > threshold`` (gradient 1 there), as torch."""
+    xb = input if beta == 1.0 else input * beta
+    soft = Softplus.apply(xb) if beta == 1.0 else Softplus.apply(xb) / beta
+    return where(xb > threshold, input, soft)
 
 
 def erf(input):
@@ -379,20 +398,22 @@ def abs(input):
 
 
 class Clamp(Op):
+    strict = False  # True: the gradient is 0 at the bounds too (hardtanh)
+
     @staticmethod
     def forward(ctx, x, lo, hi):
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
         return x.clip(lo, hi)
 
-    @staticmethod
-    def backward(ctx, grad_output):
+    @classmethod
+    def backward(cls, ctx, grad_output):
         (x,) = ctx.saved_tensors
         mask = None
         if ctx.lo is not None:
-            mask = x >= ctx.lo
+            mask = x > ctx.lo if cls.strict else x >= ctx.lo
         if ctx.hi is not None:
-            upper = x <= ctx.hi
+            upper = x < ctx.hi if cls.strict else x <= ctx.hi
             mask = upper if mask is None else logical_and(mask, upper)
         return grad_output * mask, None, None
 
@@ -462,91 +483,6 @@ def minimum(input, other):
     return Minimum.apply(input, other)
 
 
-# ------------------------------------------------- non-differentiable elementwise
-class _NonDiff(Op):
-    """Ops whose result carries no gradient (integer, boolean or step-function outputs)."""
-
-    method = ""
-
-    @classmethod
-    def forward(cls, ctx, *args):
-        if len(args) == 1:
-            return getattr(args[0], cls.method)()
-        a, b = as_mat_pair(args[0], args[1], cls.method)
-        return getattr(a, cls.method)(b)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise RuntimeError("this op is not differentiable")
-
-    @classmethod
-    def call(cls, *args):
-        from nnkit.autograd.grad_mode import no_grad
-
-        with no_grad():
-            return cls.apply(*args)
-
-
-def _nondiff(method):
-    cls = type(method.capitalize(), (_NonDiff,), {"method": method})
-    cls.__module__ = __name__
-
-    def fn(*args):
-        return cls.call(*args)
-
-    fn.__name__ = method
-    fn.__doc__ = f"Elementwise ``{method}``; the result carries no gradient."
-    return fn
-
-
-eq, ne, lt, le, gt, ge = (_nondiff(m) for m in ("eq", "ne", "lt", "le", "gt", "ge"))
-logical_and, logical_or, logical_xor = (
-    _nondiff(m) for m in ("logical_and", "logical_or", "logical_xor"))
-logical_not = _nondiff("logical_not")
-floor, ceil, trunc, sign = (_nondiff(m) for m in ("floor", "ceil", "trunc", "sign"))
-isnan, isinf, isfinite = (_nondiff(m) for m in ("isnan", "isinf", "isfinite"))
-floor_divide = _nondiff("floordiv")
-remainder = _nondiff("remainder")
-_bitwise_and, _bitwise_or, _bitwise_xor = (
-    _nondiff(m) for m in ("bitwise_and", "bitwise_or", "bitwise_xor"))
-_invert = _nondiff("invert")
-
-
-def round(input, decimals: int = 0):
-    """Round half to even; the result carries no gradient."""
-    from nnkit.autograd.grad_mode import no_grad
-
-    with no_grad():
-        return _Round.apply(input, decimals)
-
-
-class _Round(_NonDiff):
-    @staticmethod
-    def forward(ctx, x, decimals):
-        return x.round(decimals)
-
-
-def bitwise_and(input, other):
-    """``&``: logical and for booleans, bitwise and for integers."""
-    return _bitwise_and(input, other)
-
-
-def bitwise_or(input, other):
-    """``|``: logical or for booleans, bitwise or for integers."""
-    return _bitwise_or(input, other)
-
-
-def bitwise_xor(input, other):
-    return _bitwise_xor(input, other)
-
-
-def bitwise_not(input):
-    """``~``: logical not for booleans, bitwise not for integers."""
-    if input._impl.data.dtype.kind == "f":
-        raise TypeError("bitwise_not (~): not supported for floating point tensors")
-    return _invert(input)
-
-
 # --------------------------------------------------------------------- where
 class Where(Op):
     @staticmethod
@@ -585,13 +521,32 @@ def where(condition, input, other):
 
 
 def masked_fill(input, mask, value):
-    """``input`` with ``value`` where the boolean ``mask`` (broadcast) is True."""
+    """``input`` with ``value`` where the boolean ``mask`` is True (broadcasting, as torch).
+
+    ``value`` is a number or a 0-d tensor (differentiable: its gradient is the sum of the
+    gradient over the filled positions); either way it takes ``input``'s dtype.
+
+    Raises:
+        TypeError: if ``mask`` is not boolean.
+        RuntimeError: if ``value`` is a tensor with dimensions.
+    """
+    from nnkit.autograd.tensor import Tensor
+
     if mask._impl.data.dtype.kind != "b":
         raise TypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
-    if not isinstance(value, (int, float, bool)):
-        value = value.item() if value.numel() == 1 else value
-    out = where(mask, value, input)
-    return out if out.shape == input.shape else out.expand(input.shape)
+    kind = input._impl.data.dtype.kind
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill: only supports a 0-dimensional value tensor, but "
+                               f"got one of shape {tuple(value.shape)}")
+        if value.dtype != input.dtype:
+            value = value.to(input.dtype)
+    elif not (kind == "f" or isinstance(value, bool) or (kind in "iu" and isinstance(
+            value, int))):  # a number the scalar rules would promote: take input's dtype
+        from nnkit.autograd.factories import tensor
+
+        value = tensor(value, dtype=input.dtype, device=input.device)
+    return where(mask, value, input)
 
 
 def lerp(input, end, weight):

@@ -231,8 +231,51 @@ def gather(input, dim: int, index):
     return Gather.apply(input, d, index)
 
 
-def take_along_dim(input, indices, dim: int):
-    return gather(input, dim, indices)
+def take_along_dim(input, indices, dim=None):
+    """``input``'s values at ``indices`` along ``dim`` (``torch.take_along_dim``).
+
+    ``input`` and ``indices`` broadcast against each other in every dimension but
+    ``dim``; negative indices count from the end. ``dim=None`` indexes the flattened
+    ``input`` with the flattened ``indices``.
+
+    Raises:
+        ShapeError: if the two differ in their number of dimensions, or do not broadcast.
+        IndexError: for an index outside ``[-size, size)``.
+    """
+    from nnkit.autograd.ops.shape import broadcast_shapes, expand
+
+    if indices._impl.data.dtype.kind not in "iu":
+        raise TypeError(f"take_along_dim: indices must be an integer tensor, got "
+                        f"{indices.dtype}")
+    if dim is None:
+        input, indices, d = reshape(input, (-1,)), reshape(indices, (-1,)), 0
+    else:
+        if input.ndim != indices.ndim:
+            raise ShapeError(f"take_along_dim: input and indices should have the same number "
+                             f"of dimensions, got {tuple(input.shape)} and "
+                             f"{tuple(indices.shape)}")
+        d = wrap_dim(dim, input.ndim, "take_along_dim")
+    if input.ndim:
+        try:
+            common = broadcast_shapes(_without(input.shape, d), _without(indices.shape, d))
+        except ShapeError:
+            raise ShapeError(f"take_along_dim: input {tuple(input.shape)} and indices "
+                             f"{tuple(indices.shape)} do not broadcast outside dimension "
+                             f"{d}") from None
+        input = expand(input, common[:d] + (input.shape[d],) + common[d:])
+        indices = expand(indices, common[:d] + (indices.shape[d],) + common[d:])
+    size = input.shape[d] if input.ndim else 1
+    if indices.numel():
+        with no_grad():
+            lo = int(indices.min().item())
+            if -size <= lo < 0:
+                indices = indices + (indices < 0).to(indices.dtype) * size
+    _check_range(indices, size, d, "take_along_dim")
+    return Gather.apply(input, d, indices)
+
+
+def _without(shape, d):
+    return tuple(shape[:d]) + tuple(shape[d + 1:])
 
 
 class ScatterAdd(Op):
@@ -269,7 +312,7 @@ def _check_index_1d(x, dim, index, op):
     if index.ndim > 1 or index.dtype.is_floating_point or index.dtype.name == "bool":
         raise TypeError(f"{op}: index must be a 0-d or 1-d integer tensor, got shape "
                         f"{tuple(index.shape)} and dtype {index.dtype}")
-    _check_range(index, x.shape[d], d, op)
+    _check_range(index, x.shape[d] if x.ndim else 1, d, op)
     return d
 
 
@@ -302,6 +345,11 @@ class IndexSelect(Op):
 def index_select(input, dim: int, index):
     """The slices of ``input`` at the positions ``index`` (1-d) along ``dim``."""
     d = _check_index_1d(input, dim, index, "index_select")
+    if input.ndim == 0:  # a 0-d input gives a 0-d result (as torch)
+        if index.numel() != 1:
+            raise IndexError(f"index_select: index to a 0-d tensor can have only 1 value, "
+                             f"got {index.numel()}")
+        return reshape(IndexSelect.apply(reshape(input, (1,)), 0, reshape(index, (1,))), ())
     return IndexSelect.apply(input, d, reshape(index, (-1,)))
 
 
@@ -322,7 +370,16 @@ class IndexAdd(Op):
 def index_add(input, dim: int, index, source, *, alpha=1):
     """Out of place: ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
     d = _check_index_1d(input, dim, index, "index_add")
-    return IndexAdd.apply(input, d, index, source if alpha == 1 else source * alpha)
+    if alpha != 1:
+        source = source * alpha
+    if input.ndim == 0:  # as a 1-element vector (as torch: source and index hold 1 value)
+        if source.ndim or index.numel() != 1:
+            raise ShapeError(f"index_add: a 0-d input takes a 0-d source and 1 index, got "
+                             f"source shape {tuple(source.shape)} and {index.numel()} indices")
+        out = IndexAdd.apply(reshape(input, (1,)), 0, reshape(index, (1,)),
+                             reshape(source, (1,)))
+        return reshape(out, ())
+    return IndexAdd.apply(input, d, index, source)
 
 
 def repeat_interleave(input, repeats, dim=None):
@@ -387,20 +444,27 @@ def nonzero(input, *, as_tuple: bool = False):
     from nnkit.autograd.ops.shape import stack
     from nnkit.autograd.tensor import Tensor
 
-    mats = input._impl.data.nonzero()
+    m = input._impl.data
+    mats = (m if m.ndim else m.reshape((1,))).nonzero()
     parts = [Tensor._from_mat(m.astype(np.int64)) for m in mats]
     if as_tuple:
         return tuple(parts)
-    if not parts:
-        return Tensor._from_mat(type(input._impl.data).zeros((1, 0), np.int64))
+    if input.ndim == 0:  # (1, 0) for a non-zero value, (0, 0) for zero (as torch)
+        return Tensor._from_mat(type(m).zeros((parts[0].numel(), 0), np.int64))
     return stack(parts, 1)
 
 
 def masked_select(input, mask):
-    """The elements of ``input`` where ``mask`` is True, as a 1-d tensor."""
-    from nnkit.autograd.ops.shape import expand
+    """The elements of ``input`` where ``mask`` is True, as a 1-d tensor (the two
+    broadcast against each other, as torch)."""
+    from nnkit.autograd.ops.shape import broadcast_shapes, expand
 
     if mask.shape != input.shape:
-        mask = expand(mask, input.shape)
+        try:
+            shape = broadcast_shapes(input.shape, mask.shape)
+        except ShapeError:
+            raise ShapeError(f"masked_select: the shapes of input {tuple(input.shape)} and "
+                             f"mask {tuple(mask.shape)} do not broadcast") from None
+        input, mask = expand(input, shape), expand(mask, shape)
     return getitem(input, mask)
 

@@ -217,7 +217,7 @@ clip_ = clamp_
 
 def zero_(x):
     """Fill ``x`` with zeros in place; returns ``x``."""
-    return fill_(x, 0)
+    return _fill(x, 0, "zero_")
 
 
 def fill_(x, value):
@@ -227,7 +227,11 @@ def fill_(x, value):
             raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape "
                                f"{list(value.shape)}")
         return copy_(x, value.reshape(()).expand(x.shape))
-    return apply_inplace(x, "fill_", lambda old: _replaced(old, value), lambda m: m.fill_(value))
+    return _fill(x, value, "fill_")
+
+
+def _fill(x, value, name):
+    return apply_inplace(x, name, lambda old: _replaced(old, value), lambda m: m.fill_(value))
 
 
 def copy_(x, src):

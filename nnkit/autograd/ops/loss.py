@@ -16,7 +16,7 @@ from nnkit.autograd.function import ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.activation import log_softmax
-from nnkit.autograd.ops.elementwise import abs, clamp, log, softplus, where
+from nnkit.autograd.ops.elementwise import Softplus, abs, clamp, log, where
 from nnkit.autograd.ops.indexing import Gather, index_select
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
@@ -248,7 +248,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
     op = "binary_cross_entropy_with_logits"
     _check_same_shape(input, target, op, strict=True)
     target = _float_target(target, input)
-    sp = softplus(-input)
+    sp = Softplus.apply(-input)  # no threshold: exact for large |x|
     if pos_weight is not None:
         sp = sp * ((pos_weight - 1.0) * target + 1.0)
     loss = (1.0 - target) * input + sp

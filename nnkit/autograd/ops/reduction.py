@@ -11,8 +11,10 @@ import math
 
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.ops._util import float_mat, norm_dims, wrap_dim
-from nnkit.autograd.ops.elementwise import exp, sqrt
+from nnkit.autograd.ops._util import float_mat, reduce_dims, scalar_mat, wrap_dim
+from nnkit.autograd.ops.discrete import sign
+from nnkit.autograd.ops.elementwise import abs as _abs
+from nnkit.autograd.ops.elementwise import exp, where
 from nnkit.autograd.ops.shape import expand, reshape, sum_to
 from nnkit.backends import dtypes as _dt
 
@@ -76,7 +78,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     Example:
         >>> nnkit.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0)   # [4.0, 6.0]
     """
-    dims = norm_dims(dim, input.ndim, "sum")
+    dims = reduce_dims(dim, input.ndim, "sum")
     npd = None if dtype is None else _dt.to_dtype(dtype).np
     return Sum.apply(input, dims, keepdim, npd)
 
@@ -98,7 +100,7 @@ class Mean(Op):
 
 def mean(input, dim=None, keepdim: bool = False):
     """Arithmetic mean over ``dim`` (all when None)."""
-    return Mean.apply(input, norm_dims(dim, input.ndim, "mean"), keepdim)
+    return Mean.apply(input, reduce_dims(dim, input.ndim, "mean"), keepdim)
 
 
 class _Extreme(Op):
@@ -141,12 +143,12 @@ def _drop(shape, dims):
 
 def amax(input, dim=None, keepdim: bool = False):
     """Maximum over ``dim`` (all when None); ties share the gradient."""
-    return AMax.apply(input, norm_dims(dim, input.ndim, "amax"), keepdim)
+    return AMax.apply(input, reduce_dims(dim, input.ndim, "amax"), keepdim)
 
 
 def amin(input, dim=None, keepdim: bool = False):
     """Minimum over ``dim`` (all when None); ties share the gradient."""
-    return AMin.apply(input, norm_dims(dim, input.ndim, "amin"), keepdim)
+    return AMin.apply(input, reduce_dims(dim, input.ndim, "amin"), keepdim)
 
 
 class _ArgExtreme(Op):
@@ -170,16 +172,23 @@ class ArgMin(_ArgExtreme):
     is_max = False
 
 
+def _arg_dim(input, dim, op):
+    if dim is None:
+        return None
+    d = wrap_dim(dim, input.ndim, op)
+    return None if input.ndim == 0 else d  # a 0-d tensor's only index is 0
+
+
 def argmax(input, dim=None, keepdim: bool = False):
     """Index of the maximum (flattened when ``dim`` is None); no gradient."""
-    d = None if dim is None else wrap_dim(dim, input.ndim, "argmax")
+    d = _arg_dim(input, dim, "argmax")
     with no_grad():
         return ArgMax.apply(input, d, keepdim)
 
 
 def argmin(input, dim=None, keepdim: bool = False):
     """Index of the minimum (flattened when ``dim`` is None); no gradient."""
-    d = None if dim is None else wrap_dim(dim, input.ndim, "argmin")
+    d = _arg_dim(input, dim, "argmin")
     with no_grad():
         return ArgMin.apply(input, d, keepdim)
 
@@ -206,6 +215,12 @@ def _max_min(input, dim, keepdim, is_max, other):
     if dim is None:
         return (amax if is_max else amin)(input)
     d = wrap_dim(dim, input.ndim, "max" if is_max else "min")
+    if input.ndim == 0:  # the value itself, at index 0 (as torch)
+        from nnkit.autograd.ops.shape import clone
+
+        with no_grad():
+            idx = argmax(input)
+        return _ReturnTypes((clone(input), idx))
     idx = (argmax if is_max else argmin)(input, d, keepdim=True)
     values = gather(input, d, idx)
     if not keepdim:
@@ -225,19 +240,54 @@ def min(input, dim=None, keepdim: bool = False):
     return _max_min(input, dim, keepdim, False, None)
 
 
-def var(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
-    """Variance over ``dim``; unbiased (``correction=1``) by default, as PyTorch."""
+def _correction(op, dim, unbiased, correction):
+    """torch's three spellings: ``var(dim, *, correction)``, ``var(dim, unbiased)`` and
+    ``var(unbiased)`` (a bool in ``dim``'s place); None means the default, 1."""
+    if isinstance(dim, bool):
+        if unbiased is not None:
+            raise TypeError(f"{op}: got unbiased twice (positionally as {dim} and as "
+                            f"{unbiased})")
+        dim, unbiased = None, dim
     if unbiased is not None:
+        if correction is not None:
+            raise TypeError(f"{op}: pass either unbiased or correction, not both")
         correction = 1 if unbiased else 0
-    dims = norm_dims(dim, input.ndim, "var")
+    return dim, 1 if correction is None else correction
+
+
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Variance over ``dim`` (all when None), with Bessel's ``correction`` (default 1,
+    unbiased, as torch); ``var(True)`` / ``var(dim, unbiased, keepdim)`` also work.
+
+    ``sum((x - mean)**2) / max(N - correction, 0)``: NaN or inf when ``N <= correction``.
+    """
+    dim, correction = _correction("var", dim, unbiased, correction)
+    dims = reduce_dims(dim, input.ndim, "var")
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     centered = input - mean(input, dims, keepdim=True)
     return sum(centered * centered, dims, keepdim) / builtins.max(n - correction, 0)
 
 
-def std(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
-    """Standard deviation over ``dim``; unbiased by default."""
-    return sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Standard deviation over ``dim``: ``sqrt(var(...))``, same arguments as :func:`var`."""
+    dim, correction = _correction("std", dim, unbiased, correction)
+    return StdSqrt.apply(var(input, dim, keepdim=keepdim, correction=correction))
+
+
+class StdSqrt(Op):
+    """``sqrt`` whose gradient is 0 where the result is 0 (torch's std: a constant slice
+    gets no gradient rather than NaN)."""
+
+    @staticmethod
+    def forward(ctx, v):
+        out = v.sqrt()
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (out,) = ctx.saved_tensors
+        return grad_output / (where(out == 0, math.inf, out) * 2)
 
 
 class LogSumExp(Op):
@@ -290,32 +340,102 @@ def logsumexp(input, dim=None, keepdim: bool = False):
     The gradient is ``softmax(input)`` along ``dim``; rows that are all ``-inf``
     give ``-inf`` (no NaN).
     """
-    return LogSumExp.apply(input, norm_dims(dim, input.ndim, "logsumexp"), keepdim)
+    return LogSumExp.apply(input, reduce_dims(dim, input.ndim, "logsumexp"), keepdim)
 
 
-def norm(input, p=2, dim=None, keepdim: bool = False):
-    """The vector p-norm over ``dim`` (all elements when None); p in {1, 2, inf}."""
-    from nnkit.autograd.ops.elementwise import abs as _abs
+class Norm(Op):
+    """The vector p-norm over ``dims`` (None: all), with torch's gradient conventions:
+    0 where the norm is 0 (p >= 1), ties of the inf-norms share it, none for p = 0."""
 
-    if p == 2:
-        return sqrt(sum(input * input, dim, keepdim))
-    if p == 1:
-        return sum(_abs(input), dim, keepdim)
-    if p == float("inf"):
-        return amax(_abs(input), dim, keepdim)
-    return sum(_abs(input) ** p, dim, keepdim) ** (1.0 / p)
+    @staticmethod
+    def forward(ctx, x, p, dims, keepdim):
+        x = float_mat(x)
+        if p == 2:
+            out = x.mul(x).sum(dims, keepdims=True).sqrt()
+        elif p == 0:
+            out = x.ne(scalar_mat(0, x, "norm")).sum(dims, keepdims=True, dtype=x.dtype)
+        elif p == 1:
+            out = x.abs().sum(dims, keepdims=True)
+        elif p == math.inf:
+            out = x.abs().amax(dims, keepdims=True)
+        elif p == -math.inf:
+            out = x.abs().amin(dims, keepdims=True)
+        else:
+            out = x.abs().pow(scalar_mat(p, x, "norm")).sum(dims, keepdims=True)
+            out = out.pow(scalar_mat(1.0 / p, x, "norm"))
+        if not keepdim:
+            out = out.reshape(_drop(x.shape, dims))
+        ctx.save_for_backward(x, out)  # the output itself: double backward sees it
+        ctx.p, ctx.in_shape, ctx.dims, ctx.keepdim = p, x.shape, dims, keepdim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        p = ctx.p
+        if p == 0:  # piecewise constant: no gradient (None, as torch)
+            return None, None, None, None
+        x, out = ctx.saved_tensors
+        g = grad_output
+        if not ctx.keepdim:
+            keep = _keep_shape(ctx.in_shape, ctx.dims)
+            g, out = reshape(g, keep), reshape(out, keep)
+        if p == 1:
+            gx = sign(x) * g
+        elif p == 2:  # x / norm, 0 where the norm is 0 (there x is 0 too)
+            gx = g * x / where(out == 0, 1.0, out)
+        elif math.isinf(p):
+            a = _abs(x)
+            with no_grad():
+                mask = ((a == out) | a.isnan()).to(x.dtype)
+                count = sum(mask, ctx.dims, keepdim=True)
+            gx = sign(x) * mask * (g / count)
+        elif p < 1:  # |x|**(p-1) is inf at 0: those entries get 0
+            a = where(x == 0, 1.0, _abs(x))
+            gx = sign(x) * a ** (p - 1) * g * out ** (1 - p)
+        else:
+            gx = sign(x) * _abs(x) ** (p - 1) * g / where(out == 0, 1.0, out) ** (p - 1)
+        return gx, None, None, None
+
+
+def norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
+    """The vector p-norm over ``dim`` (all elements when None).
+
+    ``p`` is a number (``inf``/``-inf``: max/min of ``|x|``; ``0``: the count of
+    non-zero elements) or ``'fro'`` (the 2-norm of the elements). ``'nuc'`` (the nuclear
+    norm) is not supported. Gradients follow torch: 0 where the norm is 0.
+
+    Raises:
+        NotImplementedError: for ``p='nuc'``.
+        ValueError: for another string ``p``.
+    """
+    if isinstance(p, str):
+        if p == "nuc":
+            raise NotImplementedError("norm: p='nuc' (the nuclear norm, a sum of singular "
+                                      "values) is not supported; use p='fro' or a number")
+        if p != "fro":
+            raise ValueError(f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
+        p = 2
+    if dtype is not None:
+        input = input.to(dtype)
+    dims = reduce_dims(dim, input.ndim, "norm")
+    p = float(p)
+    if math.isinf(p) and (input.numel() == 0 if dims is None
+                          else builtins.any(input.shape[d] == 0 for d in dims)):
+        raise RuntimeError(f"norm: the {p} norm of an empty slice is undefined (input shape "
+                           f"{tuple(input.shape)}, dim {dim})")
+    return Norm.apply(input, p, dims, keepdim)
 
 
 def all(input, dim=None, keepdim: bool = False):
     """Whether all elements (over ``dim``) are non-zero; a bool tensor."""
     with no_grad():
-        return _Bool.apply(input, norm_dims(dim, input.ndim, "all"), keepdim, "all")
+        return _Bool.apply(input, reduce_dims(dim, input.ndim, "all", False), keepdim, "all")
 
 
 def any(input, dim=None, keepdim: bool = False):
     """Whether any element (over ``dim``) is non-zero; a bool tensor."""
     with no_grad():
-        return _Bool.apply(input, norm_dims(dim, input.ndim, "any"), keepdim, "any")
+        return _Bool.apply(input, reduce_dims(dim, input.ndim, "any", False), keepdim, "any")
 
 
 def count_nonzero(input, dim=None):

@@ -54,6 +54,16 @@ class SumTo(Op):
         return expand(grad_output, ctx.in_shape), None
 
 
+def reduce_grad(grad, meta):
+    """Bring a broadcast op's gradient back to its input's ``meta = (shape, dtype)``."""
+    shape, dtype = meta
+    m = grad._impl.data
+    if m.shape == shape and m.dtype == dtype:  # the common case: nothing to do
+        return grad
+    g = sum_to(grad, shape)
+    return g if g._impl.data.dtype == dtype else cast(g, dtype)
+
+
 def sum_to(x, shape):
     """Sum ``x`` over broadcast dimensions so that it has ``shape``.
 
@@ -183,7 +193,8 @@ def squeeze(x, dim=None):
     if dim is None:
         dims = [k for k, n in enumerate(x.shape) if n == 1]
     else:
-        dims = [d for d in norm_dims(dim, x.ndim, "squeeze") if x.shape[d] == 1]
+        dims = norm_dims(dim, x.ndim, "squeeze")  # checks dim (0 and -1 for a 0-d tensor)
+        dims = [d for d in dims if x.ndim and x.shape[d] == 1]
     return reshape(x, tuple(n for k, n in enumerate(x.shape) if k not in dims))
 
 
@@ -259,8 +270,10 @@ class Repeat(Op):
     @staticmethod
     def backward(ctx, grad_output):
         shape = ctx.in_shape
-        lead = grad_output.ndim - len(shape)
         g = grad_output
+        if 0 in g.shape:  # an empty input or a zero repeat: every copy is empty
+            return g.new_zeros(shape), None
+        lead = grad_output.ndim - len(shape)
         if lead:
             g = g.reshape((-1,) + g.shape[lead:]).sum(0)
         inter = []
@@ -402,8 +415,8 @@ class Flip(Op):
 
 def flip(x, dims):
     """Reverse the order of elements along ``dims``."""
-    return Flip.apply(x, norm_dims(dims if isinstance(dims, (list, tuple)) else (dims,),
-                                   x.ndim, "flip"))
+    dims = norm_dims(dims if isinstance(dims, (list, tuple)) else (dims,), x.ndim, "flip")
+    return Flip.apply(x, dims if x.ndim else ())
 
 
 class Clone(Op):
