@@ -20,8 +20,16 @@ from typing import Any
 
 from nnkit.autograd.factories import as_tensor
 from nnkit.autograd.tensor import Tensor
+from nnkit.layers.input_layer import InputLayer
 from nnkit.layers.model import Model
-from nnkit.layers.symbolic import KerasTensor, Node, flatten, inbound_nodes, pack_as
+from nnkit.layers.symbolic import (
+    KerasTensor,
+    Node,
+    flatten,
+    inbound_nodes,
+    map_structure,
+    pack_as,
+)
 
 __all__ = ["Functional", "map_graph"]
 
@@ -255,6 +263,76 @@ class Functional(Model):
     def build(self, input_shape: Any = None) -> None:
         """A functional model is built when it is created: nothing to do."""
         self.built = True
+
+    # ---------------------------------------------------------------- config
+    def get_config(self) -> dict:
+        """Keras's functional config: each layer with the calls (``inbound_nodes``) that
+        belong to this model, its tensors referred to as ``[layer name, node index,
+        tensor index]``, and the input and output references in their structure."""
+        kept = {node for depth in self._nodes_by_depth.values() for node in depth}
+        renumber: dict = {}  # (layer, node index) -> its index among this model's nodes
+        for layer in self._layers:
+            mine = [n for n in inbound_nodes(layer) if n in kept]
+            renumber.update({(layer, n.index): i for i, n in enumerate(mine)})
+
+        def ref(tensor: KerasTensor) -> dict:
+            history = tensor._keras_history
+            node = renumber[(history.operation, history.node_index)]
+            return {"__keras_tensor__": [history.operation.name, node, history.tensor_index]}
+
+        def encode(struct: Any) -> Any:
+            return map_structure(lambda x: ref(x) if isinstance(x, KerasTensor) else x, struct)
+
+        layers = []
+        for layer in self._layers:
+            calls = [n for n in inbound_nodes(layer) if n in kept and not n.is_input]
+            layers.append({"layer": layer, "inbound_nodes": [
+                {"args": encode(list(n.args)), "kwargs": encode(n.kwargs)} for n in calls]})
+        return {"name": self.name, "layers": layers,
+                "input_layers": encode(self._inputs_struct),
+                "output_layers": encode(self._outputs_struct)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Functional:
+        """Call the (rebuilt) layers again in the saved order: the same graph.
+
+        Raises:
+            ValueError: if a call refers to a tensor that no other call produces.
+        """
+        tensors: dict[tuple, Any] = {}  # (layer name, node index) -> the call's outputs
+        pending = []
+        for entry in config["layers"]:
+            layer = entry["layer"]
+            if isinstance(layer, InputLayer):
+                tensors[(layer.name, 0)] = layer.output
+            pending.extend((layer, i, call) for i, call in enumerate(entry["inbound_nodes"]))
+
+        def resolve(x: Any) -> Any:
+            if isinstance(x, dict) and "__keras_tensor__" in x:
+                name, node, index = x["__keras_tensor__"]
+                return flatten(tensors[(name, node)])[index]
+            if isinstance(x, dict):
+                return {k: resolve(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return type(x)(resolve(v) for v in x)
+            return x
+
+        while pending:
+            waiting = []
+            for layer, index, call in pending:
+                try:
+                    args, kwargs = resolve(call["args"]), resolve(call["kwargs"])
+                except KeyError:  # a tensor of a call not made yet (a shared layer)
+                    waiting.append((layer, index, call))
+                    continue
+                tensors[(layer.name, index)] = layer(*args, **kwargs)
+            if len(waiting) == len(pending):
+                raise ValueError(f"cannot rebuild functional model {config['name']!r}: the "
+                                 f"call {waiting[0][1]} of layer {waiting[0][0].name!r} needs "
+                                 "a tensor that no call produces")
+            pending = waiting
+        return cls(resolve(config["input_layers"]), resolve(config["output_layers"]),
+                   name=config["name"])
 
     # --------------------------------------------------------------- calling
     def forward(self, *args: Any, training: bool | None = None) -> Any:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 import nnkit
 from nnkit.autograd.tensor import Tensor
-from nnkit.data import DataLoader, Dataset, IterableDataset, TensorDataset
+from nnkit.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate
 
 __all__ = ["make_loader", "split_validation", "unpack_batch", "unpack_x_y_sample_weight",
            "batch_size_of", "to_device", "EpochIterator", "resolve_verbose",
@@ -43,7 +43,52 @@ def resolve_verbose(verbose: Any, caller: str = "fit") -> int:
 
 
 def _is_array(x: Any) -> bool:
-    return isinstance(x, (np.ndarray, Tensor, list, np.generic, int, float))
+    return isinstance(x, (np.ndarray, Tensor, list, np.generic, int, float)) or _is_structure(x)
+
+
+def _is_structure(x: Any) -> bool:
+    """Several arrays: a list/tuple of arrays or Tensors, or a dict of them (the inputs of
+    a model with several inputs, the targets of one with several outputs)."""
+    if isinstance(x, dict):
+        return bool(x) and all(isinstance(v, (np.ndarray, Tensor)) or _is_structure(v)
+                               for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(isinstance(v, (np.ndarray, Tensor)) or _is_structure(v)
+                               for v in x)
+    return False
+
+
+def _leaves(x: Any) -> list:
+    if isinstance(x, dict):
+        return [leaf for v in x.values() for leaf in _leaves(v)]
+    if _is_structure(x):
+        return [leaf for v in x for leaf in _leaves(v)]
+    return [x]
+
+
+def _pack(template: Any, leaves: Iterator) -> Any:
+    if isinstance(template, dict):
+        return {k: _pack(v, leaves) for k, v in template.items()}
+    if _is_structure(template):
+        return type(template)(_pack(v, leaves) for v in template)
+    return next(leaves)
+
+
+def _map(x: Any, fn: Callable[[Any], Any]) -> Any:
+    """``x`` (an array or a structure of them, or None) with ``fn`` applied to each array."""
+    return None if x is None else _pack(x, iter([fn(leaf) for leaf in _leaves(x)]))
+
+
+class _Restructure:
+    """A collate function that gives a batch the structure of ``fit``'s arguments: a
+    list or dict of inputs (targets, weights) as the model takes them."""
+
+    def __init__(self, parts: list) -> None:
+        self.parts = parts  # the templates of x, y, w that were given
+
+    def __call__(self, samples: Any) -> tuple:
+        columns = iter(default_collate(samples))
+        return tuple(_pack(part, columns) for part in self.parts)
 
 
 def _num_samples(x: Any) -> int:
@@ -102,19 +147,24 @@ def make_loader(x: Any, y: Any = None, sample_weight: Any = None, *, batch_size:
             raise TypeError(f"{caller}: x must be arrays, Tensors, a Dataset or a DataLoader; "
                             f"got {type(x).__name__}")
         return x
-    arrays = [_as_array(x, "x")] + ([] if y is None else [_as_array(y, "y")])
-    if y is not None and _num_samples(arrays[0]) != _num_samples(arrays[1]):
-        raise ValueError(f"{caller}: x and y have different lengths: x has "
-                         f"{_num_samples(arrays[0])} samples, y has {_num_samples(arrays[1])}")
-    if sample_weight is not None:
-        if y is None:
-            raise ValueError(f"{caller}: sample_weight needs targets y")
-        weights = _as_array(sample_weight, "sample_weight")
-        if _num_samples(weights) != _num_samples(arrays[0]):
-            raise ValueError(f"{caller}: sample_weight has {_num_samples(weights)} entries for "
-                             f"{_num_samples(arrays[0])} samples")
-        arrays.append(weights)
-    return DataLoader(TensorDataset(*arrays), batch_size=batch_size, shuffle=shuffle, seed=seed)
+    if sample_weight is not None and y is None:
+        raise ValueError(f"{caller}: sample_weight needs targets y")
+    parts = [part for part in (x, y, sample_weight) if part is not None]
+    arrays = []
+    for what, part in zip(("x", "y", "sample_weight"), parts):
+        for leaf in _leaves(part):
+            array = _as_array(leaf, what)
+            if arrays and _num_samples(array) != _num_samples(arrays[0]):
+                if what == "sample_weight":
+                    raise ValueError(f"{caller}: sample_weight has {_num_samples(array)} "
+                                     f"entries for {_num_samples(arrays[0])} samples")
+                raise ValueError(f"{caller}: x and {what} have different lengths: x has "
+                                 f"{_num_samples(arrays[0])} samples, {what} has "
+                                 f"{_num_samples(array)}")
+            arrays.append(array)
+    structured = any(_is_structure(part) for part in parts)
+    return DataLoader(TensorDataset(*arrays), batch_size=batch_size, shuffle=shuffle, seed=seed,
+                      **({"collate_fn": _Restructure(parts)} if structured else {}))
 
 
 def split_validation(x: Any, y: Any, validation_split: float,
@@ -139,24 +189,16 @@ def split_validation(x: Any, y: Any, validation_split: float,
     if not _is_array(x):
         raise ValueError("validation_split is only supported for arrays and Tensors, not a "
                          f"{type(x).__name__}; pass validation_data=... instead")
-    x = _as_array(x, "x")
-    n = _num_samples(x)
+    x = _map(x, lambda a: _as_array(a, "x"))
+    n = _num_samples(_leaves(x)[0])
     split_at = int(math.floor(n * (1.0 - validation_split)))
     if split_at == 0 or split_at == n:
         raise ValueError(f"validation_split={validation_split} of {n} samples leaves an empty "
                          "training or validation set")
-    y = None if y is None else _as_array(y, "y")
-    w = None if sample_weight is None else _as_array(sample_weight, "sample_weight")
-    return ((x[:split_at], _head(y, split_at), _head(w, split_at)),
-            (x[split_at:], _tail(y, split_at), _tail(w, split_at)))
-
-
-def _head(y: Any, k: int) -> Any:
-    return None if y is None else y[:k]
-
-
-def _tail(y: Any, k: int) -> Any:
-    return None if y is None else y[k:]
+    y = _map(y, lambda a: _as_array(a, "y"))
+    w = _map(sample_weight, lambda a: _as_array(a, "sample_weight"))
+    return (tuple(_map(part, lambda a: a[:split_at]) for part in (x, y, w)),
+            tuple(_map(part, lambda a: a[split_at:]) for part in (x, y, w)))
 
 
 def unpack_x_y_sample_weight(batch: Any) -> tuple[Any, Any, Any]:

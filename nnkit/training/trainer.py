@@ -10,7 +10,6 @@ logs over the epoch, weighting each batch by its size, and drives the callbacks.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -27,14 +26,15 @@ from nnkit.training.compile_utils import (
     resolve_metrics,
 )
 from nnkit.training.distributed_fit import DistributedFit, resolve_communicator
-from nnkit.training.fit_state import FitState, concat_outputs, num_steps, to_numpy
+from nnkit.training.evaluation import Evaluation
+from nnkit.training.fit_state import FitState
 from nnkit.training.metrics import MeanTracker
 from nnkit.training.saving import Saving
 
 __all__ = ["Trainer", "FitState"]
 
 
-class Trainer(Saving):
+class Trainer(Evaluation, Saving):
     """Mixin that gives :class:`~nnkit.Model` ``compile``/``fit``/``evaluate``/``predict``.
 
     Attributes:
@@ -229,11 +229,24 @@ class Trainer(Saving):
         return self._forward(x)
 
     def _loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> Tensor:
+        y = self._targets_by_output(y, y_pred)
         if sample_weight is None:  # an override of compute_loss may not take the weights
             return self.compute_loss(x, y, y_pred)
         return self.compute_loss(x, y, y_pred, sample_weight=sample_weight)
 
+    def _targets_by_output(self, y: Any, y_pred: Any) -> Any:
+        """Targets given as ``{output name: array}`` in the order of the outputs."""
+        if not isinstance(y, dict) or isinstance(y_pred, dict):
+            return y
+        names = getattr(self, "output_names", None) or []
+        missing = [name for name in names if name not in y]
+        if not names or missing:
+            raise ValueError(f"targets given by name {sorted(y)} must name every output of "
+                             f"the model {names}; missing {missing}")
+        return [y[name] for name in names]
+
     def _metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> dict[str, Any]:
+        y = self._targets_by_output(y, y_pred)
         if sample_weight is None:  # an override of compute_metrics may not take weights
             return self.compute_metrics(x, y, y_pred)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
@@ -509,95 +522,3 @@ class Trainer(Saving):
         if dist is not None:
             self.stop_training = dist.any(self.stop_training)
         return self.stop_training
-
-    # ---------------------------------------------------------------- evaluate
-    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None,
-                 verbose: int | str = "auto", sample_weight: Any = None,
-                 steps: int | None = None, callbacks: Any = None,
-                 return_dict: bool = False) -> dict | list | float:
-        """Loss and metrics of the model on ``x``/``y``, in eval mode and under no_grad.
-
-        Args:
-            x: arrays/Tensors (with ``y``), a Dataset or a DataLoader of ``(x, y)`` or
-                ``(x, y, sample_weight)``.
-            y: targets aligned with array/Tensor ``x``.
-            batch_size: samples per batch (None: 32; ignored for a DataLoader).
-            verbose: ``'auto'`` (a bar on a terminal, else one line), 0 silent, 1 a
-                progress bar, 2 one line.
-            sample_weight: one weight per sample of array ``x``, weighting the loss.
-            steps: evaluate this many batches only (None: all).
-            callbacks: callbacks receiving the ``on_test_*`` hooks.
-            return_dict: return ``{'loss': ..., <metric>: ...}``; otherwise (Keras's
-                default) the loss alone if there are no metrics, else the list of the
-                loss and the metrics in that order.
-
-        Returns:
-            The means over all samples (each batch weighted by its size).
-
-        Raises:
-            RuntimeError: if :meth:`compile` was not called first.
-            ValueError: for x/y of different lengths or a missing loss.
-
-        Example:
-            >>> model.evaluate(x_test, y_test, verbose=0, return_dict=True)
-            {'loss': 0.11, 'accuracy': 0.97}
-        """
-        self._require_compiled("evaluate")
-        loader = da.make_loader(x, y, sample_weight, batch_size=32 if batch_size is None
-                                else batch_size, caller="evaluate")
-        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
-        logs = self._test_loop(loader, cbs, steps)
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
-
-    def _test_loop(self, loader: Iterable, cbs: Any, steps: int | None = None) -> dict:
-        tracker = MeanTracker()
-        self._compiled.reset_metrics()
-        cbs.on_test_begin()
-        with self._mode(False), no_grad():
-            for step, batch in enumerate(itertools.islice(loader, steps)):
-                cbs.on_test_batch_begin(step)
-                batch = self._to_device(batch)
-                tracker.update(self.test_step(batch),
-                               da.batch_size_of(da.unpack_batch(batch)[0]))
-                cbs.on_test_batch_end(step, self._logs(tracker))
-        logs = self._logs(tracker)
-        cbs.on_test_end(logs)
-        return logs
-
-    # ----------------------------------------------------------------- predict
-    def predict(self, x: Any, batch_size: int | None = None, verbose: int | str = "auto",
-                steps: int | None = None, callbacks: Any = None) -> Any:
-        """The model's outputs for ``x`` as host NumPy arrays (eval mode, no_grad).
-
-        Args:
-            x: arrays/Tensors, a Dataset or a DataLoader (targets in its batches are
-                ignored).
-            batch_size: samples per batch (None: 32; ignored for a DataLoader).
-            verbose: ``'auto'`` (a bar on a terminal, else one line), 0 silent, 1 a
-                progress bar, 2 one line.
-            steps: predict this many batches only (None: all).
-            callbacks: callbacks receiving the ``on_predict_*`` hooks.
-
-        Returns:
-            An ndarray of the outputs concatenated along the batch axis (a tuple/dict of
-            ndarrays for a model with several outputs).
-
-        Example:
-            >>> probs = nnkit.softmax(nnkit.tensor(model.predict(x_test)), -1)
-        """
-        loader = da.make_loader(x, None, batch_size=32 if batch_size is None else batch_size,
-                                caller="predict")
-        cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
-        outputs = []
-        cbs.on_predict_begin()
-        with self._mode(False), no_grad():
-            for step, batch in enumerate(itertools.islice(loader, steps)):
-                cbs.on_predict_batch_begin(step)
-                output = self.predict_step(self._to_device(batch))
-                outputs.append(to_numpy(output))
-                cbs.on_predict_batch_end(step, {"outputs": output})
-        cbs.on_predict_end()
-        return concat_outputs(outputs)

@@ -169,3 +169,25 @@ def test_compile_settings_come_back(tmp_path):
     assert [name for name, _ in loaded._compiled.metrics] == ["accuracy", "top_k_accuracy"]
     assert loaded.evaluate(x, y, verbose=0) == model.evaluate(x, y, verbose=0)
     assert nnkit.load_model(tmp_path / "m.h5", compile=False).optimizer is None
+
+
+def test_a_functional_model_with_shared_and_nested_parts_round_trips(tmp_path):
+    a, b = nnkit.Input((4,), name="a"), nnkit.Input((4,), name="b")
+    shared = nn.Dense(6, activation="relu", name="shared")
+    inner_in = nnkit.Input((12,), name="inner_in")
+    inner = nnkit.Model(inner_in, nn.Dense(3, name="inner_dense")(inner_in), name="inner")
+    merged = nn.concatenate([shared(a), shared(b)])
+    out = inner(merged)
+    model = nnkit.Model([a, b], [out, nn.Dense(1, name="side")(shared(a) + shared(b))],
+                        name="two_heads")
+    model.compile("adam", ["cross_entropy", "mse"], loss_weights=[1.0, 0.5])
+    rng = np.random.default_rng(0)
+    xa, xb = (rng.normal(size=(5, 4)).astype(np.float32) for _ in range(2))
+    model.save(tmp_path / "f.h5")
+    loaded = nnkit.load_model(tmp_path / "f.h5")
+    assert [layer.name for layer in loaded.layers] == [layer.name for layer in model.layers]
+    assert list(loaded.state_dict()) == list(model.state_dict())
+    for got, expected in zip(loaded([nnkit.tensor(xa), nnkit.tensor(xb)]),
+                             model([nnkit.tensor(xa), nnkit.tensor(xb)])):
+        np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
+    assert loaded._compiled.loss_weights == [1.0, 0.5]
