@@ -1,8 +1,11 @@
 """Op-table driven tests: forward vs NumPy, gradcheck, gradgradcheck, non-differentiability.
 
 Rows come from ``tests/optable_core.py`` (tensor ops), ``tests/optable_reduce.py``
-(reductions), ``tests/optable_discrete.py`` (comparisons, rounding, remainders) and
-``tests/optable_nn.py`` (neural-network functional ops). A new op is one row there.
+(reductions), ``tests/optable_discrete.py`` (comparisons, rounding, remainders),
+``tests/optable_nn.py`` (neural-network functional ops), ``tests/optable_ordering.py``
+(cumulative, sorting and selection ops), ``tests/optable_shaping.py`` (shape and
+product ops) and ``tests/optable_special.py`` (elementwise math and activations). A new
+op is one row there.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ from nnkit.autograd import gradcheck, gradgradcheck
 from tests.opspec import OpSpec, Sample
 from tests.optable_core import OPS as CORE_OPS
 from tests.optable_discrete import OPS as DISCRETE_OPS
+from tests.optable_ordering import OPS as ORDERING_OPS
 from tests.optable_reduce import OPS as REDUCE_OPS
+from tests.optable_shaping import OPS as SHAPING_OPS
+from tests.optable_special import OPS as SPECIAL_OPS
 
 try:
     from tests.optable_nn import OPS as NN_OPS
 except ImportError:  # the nn table is optional until the layers land
     NN_OPS = []
 
-ALL_OPS: list[OpSpec] = CORE_OPS + REDUCE_OPS + DISCRETE_OPS + NN_OPS
+ALL_OPS: list[OpSpec] = (CORE_OPS + REDUCE_OPS + DISCRETE_OPS + NN_OPS + ORDERING_OPS
+                         + SHAPING_OPS + SPECIAL_OPS)
 
 
 def _params(kind):

@@ -1,0 +1,7 @@
+"""Op-table rows for nnkit/autograd/ops/shaping.py (see tests/opspec.py)."""
+
+from __future__ import annotations
+
+from tests.opspec import OpSpec
+
+OPS: list[OpSpec] = []
