@@ -36,6 +36,8 @@ commented examples). Unknown keys are errors; defaults in brackets::
         - Flatten                                        a bare name: no arguments
     optimizer: {name: adam, lr: 0.001, ...} [adam]   sgd | adam | adamw | rmsprop | adagrad;
                                 #   other keys are the optimizer's keyword arguments
+                                #   (nnkit.optim); with keras: true, nnkit.optimizers's
+                                #   (learning_rate, gradient_accumulation_steps, ...)
     scheduler: {name: StepLR, step_size: 10, ...} [null]   an nnkit.optim.lr_scheduler
                                 #   class, stepped once per epoch (interval: step: after
                                 #   every batch)

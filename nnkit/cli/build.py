@@ -330,16 +330,32 @@ def optimizer_spec(config: dict) -> tuple[type, dict[str, Any]]:
     from nnkit.training.compile_utils import OPTIMIZERS
 
     name, kwargs = _split_entry(config["optimizer"], "name")
+    if kwargs.pop("keras", False) is True:  # nnkit.optimizers: Keras's arguments and rules
+        from nnkit import optimizers
+
+        table = {n.lower(): getattr(optimizers, n) for n in optimizers.__all__
+                 if n.lower() in OPTIMIZERS}
+        cls = _resolve("optimizer.name", name.lower(), table, "optimizer")
+        _bind("optimizer", cls, kwargs)
+        return cls, kwargs
     cls, default_lr = _resolve("optimizer.name", name.lower(), OPTIMIZERS, "optimizer")
     kwargs.setdefault("lr", default_lr)
     _bind("optimizer", cls, kwargs, leading=([],))
     return cls, kwargs
 
 
+def _keras_optimizer(config: dict) -> bool:
+    return config["optimizer"].get("keras") is True
+
+
 def build_optimizer(config: dict, model: Any) -> Any:
     """The optimizer over the (built) model's parameters."""
     cls, kwargs = optimizer_spec(config)
-    return _call("optimizer", cls, kwargs, leading=(list(model.parameters()),))
+    if not _keras_optimizer(config):
+        return _call("optimizer", cls, kwargs, leading=(list(model.parameters()),))
+    optimizer = _call("optimizer", cls, kwargs)
+    optimizer.build([p for p in model.parameters() if p.requires_grad])
+    return optimizer
 
 
 def _scheduler_class(config: dict) -> tuple[type, dict[str, Any]]:
@@ -426,7 +442,12 @@ def check_names(config: dict) -> None:
         _bind(path, _resolve(f"{path}.type", name, layers, "layer"), kwargs)
     check_compile(config)
     cls, kwargs = optimizer_spec(config)
-    optimizer = _try("optimizer", cls, kwargs, leading=([Parameter(nnkit.zeros(1))],))
+    stand_in = [Parameter(nnkit.zeros(1))]
+    if _keras_optimizer(config):
+        optimizer = _try("optimizer", cls, kwargs, leading=())
+        optimizer.build(stand_in)
+    else:
+        optimizer = _try("optimizer", cls, kwargs, leading=(stand_in,))
     if config["scheduler"] is not None:
         scheduler_interval(config)
         cls, kwargs = _scheduler_class(config)
