@@ -132,6 +132,9 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
     while ready:
         node = ready.pop()
         buf = buffers.pop(node)
+        for k, g in enumerate(buf):
+            if g.__class__ in _PARTIAL:  # every piece has arrived: a Tensor now
+                buf[k] = g.tensor()
         if capture:
             _capture_targets(node, buf, targets, results)
         cls = node.__class__
@@ -184,6 +187,8 @@ def _route(nexts, out, buffers, deps, ready, inplace) -> None:
             prev = buf[nr]
             if prev is None:
                 buf[nr] = g
+            elif prev.__class__ in _PARTIAL or g.__class__ in _PARTIAL:
+                buf[nr] = _add_partial(prev, g)
             elif not (inplace and _add_in_place(buf, nr, g)):
                 buf[nr] = prev + g
             del g, prev
@@ -197,6 +202,58 @@ def _route(nexts, out, buffers, deps, ready, inplace) -> None:
                 ready.append(empty)
             else:
                 ready.append(nxt)
+
+
+class PieceGrad:
+    """The gradient of a tensor one piece of which was used: zero but for ``values`` at
+    ``idx`` (what the backward of indexing, ``unbind``, ``split`` and ``narrow``
+    returns when the backward is not recorded). The engine adds the pieces of one
+    tensor into one buffer, ``_Accumulated``, instead of materialising a zero-filled
+    full-size gradient per piece (quadratic in the number of pieces)."""
+
+    __slots__ = ("values", "shape", "idx")
+
+    def __init__(self, values, shape, idx) -> None:
+        self.values, self.shape, self.idx = values, shape, idx
+
+    def accumulated(self):
+        m = self.values._impl.data
+        return _Accumulated(type(m).zeros(self.shape, m.dtype).index_add_(self.idx, m))
+
+    def tensor(self):
+        return self.accumulated().tensor()
+
+
+class _Accumulated:
+    """A gradient buffer only the engine holds (summed into in place)."""
+
+    __slots__ = ("mat",)
+
+    def __init__(self, mat) -> None:
+        self.mat = mat
+
+    def tensor(self):
+        return Tensor._wrap(TensorImpl(self.mat))
+
+
+_PARTIAL = (PieceGrad, _Accumulated)
+
+
+def _add_partial(prev, g):
+    """``prev + g`` where either is a :class:`PieceGrad` or an ``_Accumulated`` buffer:
+    pieces are added into the engine's buffer in place (no full-size temporary)."""
+    if prev.__class__ is not _Accumulated:
+        if g.__class__ is _Accumulated:
+            prev, g = g, prev
+        elif prev.__class__ is PieceGrad:
+            prev = prev.accumulated()
+        else:  # a Tensor someone may hold: copied once into a buffer of the engine's
+            prev = _Accumulated(prev._impl.data.copy())
+    if g.__class__ is PieceGrad:
+        prev.mat.index_add_(g.idx, g.values._impl.data)
+    else:
+        prev.mat.iadd(g.mat if g.__class__ is _Accumulated else g._impl.data)
+    return prev
 
 
 def _add_in_place(buf, nr, g) -> bool:
@@ -259,6 +316,8 @@ def _call_node(node, buf, anomaly):
     if len(buf) > 1 and any(g is None for g in buf):
         buf = _fill_missing(node, buf)
     out = node.apply_backward(tuple(buf))
+    if any(g.__class__ is PieceGrad for g in out):  # hooks and checks see Tensors
+        out = tuple(g.tensor() if g.__class__ is PieceGrad else g for g in out)
     if node.post_hooks is not None:
         for hook in list(node.post_hooks):
             hook(out, tuple(buf))

@@ -42,6 +42,15 @@ class IndexKernelsMixin:
             out[ix] = values.array
         return self._new(out)
 
+    def index_add_(self, idx, values):
+        """``self[idx] += values`` in place (repeated advanced indices add up)."""
+        ix = self._index(idx)
+        if self.is_basic_index(idx):
+            self.array[ix] += values.array
+        else:
+            self._add_at(self.array, ix, values.array)
+        return self._written()
+
     def _add_at(self, out, ix, values):
         self.xp.add.at(out, ix, values)
 

@@ -202,6 +202,12 @@ def _exercise(M, dev):
     _close(out, want)
     _close(a.index_put((0,), M.scalar(9.0, np.float64)), np.vstack([np.full(3, 9.0), an[1]]))
     _close(a.index_put((0,), M.from_host(np.ones(3)), accumulate=True), an + [[1], [0]])
+    acc = M.from_host(np.zeros((2, 3)))  # in place: repeated advanced indices add up
+    version = acc.storage.version
+    assert acc.index_add_((ix,), M.from_host(np.ones((3, 3)))) is acc
+    _close(acc, np.array([[1.0] * 3, [2.0] * 3]))
+    _close(acc.index_add_((1, slice(1, None)), M.from_host(np.ones(2))), [[1, 1, 1], [2, 3, 3]])
+    assert acc.storage.version == version + 2
     nz = M.from_host(np.array([[0, 1], [2, 0]])).nonzero()
     assert [_h(m).tolist() for m in nz] == [[0, 1], [1, 0]]
     _close(a.take(M.from_host(np.array([2, 0])), 1), an[:, [2, 0]])

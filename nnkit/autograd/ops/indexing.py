@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnkit.autograd.engine import PieceGrad
 from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops._util import wrap_dim
 from nnkit.autograd.ops.shape import reshape, sum_to
 
@@ -86,6 +87,8 @@ class GetItem(Op):
 
     @staticmethod
     def backward(ctx, grad_output):
+        if not state.grad_enabled:  # not recorded: the engine adds the pieces together
+            return PieceGrad(grad_output, ctx.in_shape, ctx.idx), None
         return IndexPutZeros.apply(grad_output, ctx.in_shape, ctx.idx), None
 
 
@@ -95,8 +98,7 @@ class IndexPutZeros(Op):
     @staticmethod
     def forward(ctx, values, shape, idx):
         ctx.idx = idx
-        zeros = type(values).zeros(shape, values.dtype)
-        return zeros.index_put(idx, values, accumulate=True)
+        return type(values).zeros(shape, values.dtype).index_add_(idx, values)
 
     @staticmethod
     def backward(ctx, grad_output):

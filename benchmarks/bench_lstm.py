@@ -1,0 +1,165 @@
+"""LSTM training throughput: one layer over a sequence, a linear head on the last step.
+
+Network (float32, batch 64, sequence 32, input 32, hidden 128)::
+
+    LSTM(32 -> 128, batch_first) - last step - Linear(128 -> 10) - cross-entropy, SGD
+
+Three implementations, timed in alternation in one run (medians after warm-up):
+
+* nnkit: ``nnkit.nn.LSTM`` and ``nnkit.nn.Linear`` (the eager graph: per-step cells,
+  gradients of the sequence's pieces added into one buffer by the engine);
+* the NumPy floor: a hand-written forward and backward through time (one GEMM for the
+  input projection of the whole sequence, one per step for the recurrence);
+* PyTorch CPU (when installed), ``torch.nn.LSTM`` with the same thread count.
+
+With ``--pieces-old`` nnkit's indexing backward materialises one zero-filled full-size
+gradient per piece (the behaviour before the engine summed pieces), for comparison.
+
+Run: ``python -m benchmarks.bench_lstm [--repeats 15] [--pieces-old]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+import nnkit
+from benchmarks._common import blas_threads, env_line, interleaved_medians, try_torch
+
+BATCH, SEQ, IN, HIDDEN, CLASSES, LR = 64, 32, 32, 128, 10, 0.01
+
+
+def init_params(seed: int = 0) -> dict:
+    """torch's layouts: gates stacked (i, f, g, o) along the first axis."""
+    rng = np.random.default_rng(seed)
+    k = 1 / np.sqrt(HIDDEN)
+
+    def u(*shape):
+        return rng.uniform(-k, k, shape).astype(np.float32)
+
+    return {"w_ih": u(4 * HIDDEN, IN), "w_hh": u(4 * HIDDEN, HIDDEN), "b_ih": u(4 * HIDDEN),
+            "b_hh": u(4 * HIDDEN), "w": u(CLASSES, HIDDEN), "b": u(CLASSES)}
+
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def numpy_step(p: dict, x, y):
+    """Forward, backward through time and SGD by hand."""
+    n, t_len, _ = x.shape
+    xw = (x.reshape(n * t_len, IN) @ p["w_ih"].T).reshape(n, t_len, 4 * HIDDEN)
+    xw += p["b_ih"] + p["b_hh"]
+    h, c = np.zeros((n, HIDDEN), np.float32), np.zeros((n, HIDDEN), np.float32)
+    cache = []
+    for t in range(t_len):
+        z = xw[:, t] + h @ p["w_hh"].T
+        i, f = _sigmoid(z[:, :HIDDEN]), _sigmoid(z[:, HIDDEN:2 * HIDDEN])
+        g, o = np.tanh(z[:, 2 * HIDDEN:3 * HIDDEN]), _sigmoid(z[:, 3 * HIDDEN:])
+        c_prev, h_prev = c, h
+        c = f * c + i * g
+        tc = np.tanh(c)
+        h = o * tc
+        cache.append((i, f, g, o, c_prev, h_prev, tc))
+    logits = h @ p["w"].T + p["b"]
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    prob = e / e.sum(1, keepdims=True)
+    dlogits = prob
+    dlogits[np.arange(n), y] -= 1
+    dlogits /= n
+    grads = {"w": dlogits.T @ h, "b": dlogits.sum(0)}
+    dh, dc = dlogits @ p["w"], np.zeros_like(c)
+    dz_all = np.empty((n, t_len, 4 * HIDDEN), np.float32)
+    dw_hh = np.zeros_like(p["w_hh"])
+    for t in range(t_len - 1, -1, -1):
+        i, f, g, o, c_prev, h_prev, tc = cache[t]
+        do = dh * tc
+        dc = dc + dh * o * (1 - tc * tc)
+        di, df, dg = dc * g, dc * c_prev, dc * i
+        dz = dz_all[:, t]
+        dz[:, :HIDDEN] = di * i * (1 - i)
+        dz[:, HIDDEN:2 * HIDDEN] = df * f * (1 - f)
+        dz[:, 2 * HIDDEN:3 * HIDDEN] = dg * (1 - g * g)
+        dz[:, 3 * HIDDEN:] = do * o * (1 - o)
+        dw_hh += dz.T @ h_prev
+        dh, dc = dz @ p["w_hh"], dc * f
+    flat = dz_all.reshape(n * t_len, 4 * HIDDEN)
+    grads["w_ih"] = flat.T @ x.reshape(n * t_len, IN)
+    grads["w_hh"] = dw_hh
+    grads["b_ih"] = grads["b_hh"] = flat.sum(0)
+    for k, gk in grads.items():
+        p[k] -= LR * gk
+
+
+def make_nnkit(params: dict):
+    lstm = nnkit.nn.LSTM(IN, HIDDEN, batch_first=True)
+    head = nnkit.nn.Linear(HIDDEN, CLASSES)
+    with nnkit.no_grad():
+        for name in ("w_ih", "w_hh", "b_ih", "b_hh"):
+            getattr(lstm, f"{name.replace('w_', 'weight_').replace('b_', 'bias_')}_l0").copy_(
+                nnkit.tensor(params[name]))
+        head.weight.copy_(nnkit.tensor(params["w"]))
+        head.bias.copy_(nnkit.tensor(params["b"]))
+    opt = nnkit.optim.SGD([*lstm.parameters(), *head.parameters()], lr=LR)
+    return lstm, head, opt
+
+
+def framework_step(cross_entropy, lstm, head, opt, x, y):
+    """One SGD step, written once for nnkit and for PyTorch."""
+    out, _ = lstm(x)
+    loss = cross_entropy(head(out[:, -1]), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _old_piece_gradients() -> None:
+    from nnkit.autograd.ops import indexing
+
+    def backward(ctx, grad_output):
+        return indexing.IndexPutZeros.apply(grad_output, ctx.in_shape, ctx.idx), None
+
+    indexing.GetItem.backward = staticmethod(backward)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--pieces-old", action="store_true",
+                    help="a zero-filled full-size gradient per piece (the old backward)")
+    args = ap.parse_args(argv)
+    if args.pieces_old:
+        _old_piece_gradients()
+    threads = blas_threads()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((BATCH, SEQ, IN)).astype(np.float32)
+    y = rng.integers(0, CLASSES, BATCH)
+    params = init_params()
+    floor_params = {k: v.copy() for k, v in params.items()}
+    lstm, head, opt = make_nnkit(params)
+    nx, ny = nnkit.tensor(x), nnkit.tensor(y)
+    ce = nnkit.nn.functional.cross_entropy
+    fns = {"numpy floor": lambda: numpy_step(floor_params, x, y),
+           "nnkit": lambda: framework_step(ce, lstm, head, opt, nx, ny)}
+    torch = try_torch(threads)
+    if torch is not None:
+        t_lstm = torch.nn.LSTM(IN, HIDDEN, batch_first=True)
+        t_head = torch.nn.Linear(HIDDEN, CLASSES)
+        t_opt = torch.optim.SGD([*t_lstm.parameters(), *t_head.parameters()], lr=LR)
+        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+        fns["torch"] = lambda: framework_step(torch.nn.functional.cross_entropy, t_lstm,
+                                              t_head, t_opt, tx, ty)
+    med = interleaved_medians(fns, repeats=args.repeats, warmup=3)
+    floor = med["numpy floor"]
+    label = " (old piece gradients)" if args.pieces_old else ""
+    print(f"LSTM training step{label}, batch {BATCH}, seq {SEQ}, in {IN}, hidden {HIDDEN}, "
+          f"float32 ({env_line()})")
+    print(f"{'implementation':<14} {'ms/step':>9} {'samples/s':>11} {'vs floor':>9}")
+    for name, t in med.items():
+        print(f"{name:<14} {t * 1e3:9.2f} {BATCH / t:11.0f} {floor / t:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
