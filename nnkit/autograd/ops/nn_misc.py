@@ -13,6 +13,7 @@ from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.indexing import index_add, index_select
+from nnkit.autograd.ops.linalg import MatMul
 
 __all__ = ["linear", "dropout", "dropout1d", "dropout2d", "embedding", "pad", "one_hot"]
 
@@ -40,7 +41,12 @@ def linear(input, weight, bias=None):
         raise ShapeError(f"linear: input of shape {tuple(input.shape)} does not fit weight of "
                          f"shape {tuple(weight.shape)} (expected input (*, "
                          f"{weight.shape[-1]}))")
-    out = input @ weight.mT
+    if weight.ndim == 2 and input.ndim == 2 and input.is_floating_point():
+        # x @ W^T with the transpose as a flag: the weight's gradient, G^T @ x, comes out
+        # in the weight's own (out, in) layout, with no transposed copy to make
+        out = MatMul.apply(input, weight, tb=True)
+    else:
+        out = input @ weight.mT
     if bias is not None:
         if tuple(bias.shape) not in ((weight.shape[0],), ()):
             raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got "

@@ -254,7 +254,12 @@ def transpose(x, dim0: int, dim1: int):
 swapaxes = transpose
 
 
-def movedim(x, source: int, destination: int):
+def movedim(x, source, destination):
+    """Move dimension(s) ``source`` to ``destination`` (ints or sequences): a view."""
+    if not (isinstance(source, int) and isinstance(destination, int)):
+        from nnkit.autograd.ops.shaping import moveaxis
+
+        return moveaxis(x, source, destination)
     s, d = wrap_dim(source, x.ndim, "movedim"), wrap_dim(destination, x.ndim, "movedim")
     dims = [k for k in range(x.ndim) if k != s]
     dims.insert(d, s)
