@@ -22,8 +22,9 @@ from nnkit.training.metrics import METRICS
 
 __all__ = ["CompileConfig", "resolve_loss", "resolve_metrics", "make_optimizer"]
 
-# Keras's default learning rates for optimizers chosen by name (``compile(lr=...)``
-# overrides them); other hyper-parameters keep nnkit's (PyTorch's) defaults.
+# The PyTorch-style optimizers the CLI builds by name (``optimizer: {name: adam}``), with
+# Keras's default learning rates; other hyper-parameters keep PyTorch's defaults.
+# ``compile('adam')`` creates Keras's (:mod:`nnkit.optimizers`) instead.
 OPTIMIZERS: dict[str, tuple[type, float]] = {
     "sgd": (optim.SGD, 0.01),
     "adam": (optim.Adam, 1e-3),
@@ -245,9 +246,14 @@ def make_optimizer(spec: Any, lr: float | None, params: list) -> optim.Optimizer
     """Create the optimizer over ``params`` (an instance is returned as is)."""
     if isinstance(spec, optim.Optimizer):
         return spec
-    if isinstance(spec, str):
-        cls, default_lr = OPTIMIZERS[spec.lower()]
-        return cls(params, lr=default_lr if lr is None else lr)
+    if isinstance(spec, str):  # Keras's optimizer of that name, as keras.Model.compile
+        from nnkit import optimizers
+
+        optimizer = optimizers.get(spec.lower())
+        if lr is not None:
+            optimizer.learning_rate = lr
+        optimizer.build([p for p in params if p.requires_grad])
+        return optimizer
     return spec(params) if lr is None else spec(params, lr=lr)
 
 

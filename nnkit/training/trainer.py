@@ -57,7 +57,8 @@ class Trainer(Evaluation, Saving):
 
         Args:
             optimizer: a name (``'sgd'``, ``'adam'``, ``'adamw'``, ``'rmsprop'``,
-                ``'adagrad'``; Keras's default learning rates), an
+                ``'adagrad'``: Keras's optimizer of that name from :mod:`nnkit.optimizers`,
+                with Keras's defaults and update rule), an
                 :class:`~nnkit.optim.Optimizer` over this model's parameters, or a
                 callable ``params -> Optimizer`` (e.g. ``functools.partial(SGD, lr=0.1)``).
                 By name or callable, it is created when the model is built, so a lazily

@@ -163,7 +163,7 @@ def test_lazy_model_builds_at_first_batch_and_then_creates_the_optimizer(digits)
     model = mlp()
     assert model.optimizer is None
     model.fit(digits.x_train[:64], digits.y_train[:64], epochs=1, verbose=0)
-    assert isinstance(model.optimizer, nnkit.optim.Adam)
+    assert isinstance(model.optimizer, nnkit.optimizers.Adam)  # Keras's, by name
     params = set(model.parameters())
     assert {p for g in model.optimizer.param_groups for p in g["params"]} == params
 
