@@ -24,12 +24,15 @@ import numpy as np
 from nnkit.backends.creation import MatCreationMixin
 from nnkit.backends.index_kernels import IndexKernelsMixin
 from nnkit.backends.nn_kernels import NNKernelsMixin
+from nnkit.backends.order_kernels import OrderKernelsMixin
+from nnkit.backends.special_kernels import SpecialKernelsMixin
 from nnkit.backends.storage import Storage
 
 __all__ = ["ArrayMat"]
 
 
-class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin):
+class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernelsMixin,
+               SpecialKernelsMixin):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 
     __slots__ = ("array", "_storage", "__weakref__")

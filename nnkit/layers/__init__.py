@@ -5,16 +5,27 @@ Also reachable as ``nnkit.nn`` (with ``nnkit.nn.functional``, ``nnkit.nn.init`` 
 """
 
 from nnkit.layers.activation import (
+                                     CELU,
                                      ELU,
                                      GELU,
+                                     GLU,
+                                     Hardshrink,
+                                     Hardsigmoid,
+                                     Hardswish,
                                      LeakyReLU,
                                      LogSoftmax,
+                                     Mish,
+                                     PReLU,
                                      ReLU,
                                      Sigmoid,
                                      SiLU,
                                      Softmax,
                                      Softplus,
+                                     Softshrink,
+                                     Softsign,
                                      Tanh,
+                                     Tanhshrink,
+                                     Threshold,
 )
 from nnkit.layers.attention import MultiheadAttention, TransformerEncoderLayer
 from nnkit.layers.container import ModuleDict, ModuleList, Sequential
@@ -68,7 +79,8 @@ __all__ = [
     "Dropout", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "RNN", "LSTM", "GRU", "MultiheadAttention", "TransformerEncoderLayer",
     "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
-    "Softplus",
+    "Softplus", "Hardswish", "Hardsigmoid", "Mish", "GLU", "PReLU", "CELU", "Softsign",
+    "Threshold", "Hardshrink", "Softshrink", "Tanhshrink",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",
     "BCELoss", "BCEWithLogitsLoss",
     "Input", "InputLayer", "Functional", "KerasTensor", "clear_session",

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nnkit.autograd.factories import full
 from nnkit.autograd.ops import relu, sigmoid, tanh
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
-from nnkit.layers.module import Module
+from nnkit.layers.module import Module, Parameter
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Sigmoid", "Tanh", "Softmax",
-           "LogSoftmax", "Softplus", "get_activation"]
+           "LogSoftmax", "Softplus", "Hardswish", "Hardsigmoid", "Mish", "GLU", "PReLU", "CELU",
+           "Softsign", "Threshold", "Hardshrink", "Softshrink", "Tanhshrink", "get_activation"]
 
 
 class ReLU(Module):
@@ -194,3 +196,148 @@ def get_activation(identifier) -> Callable[[Tensor], Tensor] | None:
         return _BY_NAME[identifier]
     raise ValueError(f"Unknown activation: {identifier!r}; expected a callable, None or one of "
                      f"{sorted(_BY_NAME)}")
+
+
+# ------------------------------------------------------------------------------------------
+# Activations of issue 13: thin Modules over nnkit.nn.functional.
+class Hardswish(Module):
+    """x · relu6(x + 3) / 6 (``inplace`` is accepted; the result is always new)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input)
+
+
+class Hardsigmoid(Module):
+    """relu6(x + 3) / 6 (``inplace`` is accepted; the result is always new)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input)
+
+
+class Mish(Module):
+    """x · tanh(softplus(x))."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input)
+
+
+class GLU(Module):
+    """a · σ(b) for the two halves of the input along ``dim``."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """x for x > 0, a · x otherwise, with a learnable slope ``a`` (``weight``): one for all
+    channels or one per channel (``num_parameters``, dimension 1 of the input)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        if num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be positive, got {num_parameters}")
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
+
+    def reset_parameters(self) -> None:
+        self.weight.data.fill_(self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class CELU(Module):
+    """max(0, x) + min(0, α (exp(x / α) − 1))."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class Threshold(Module):
+    """``value`` where x ≤ ``threshold``, else x."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class Hardshrink(Module):
+    """0 on [−λ, λ], x elsewhere."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """0 on [−λ, λ], else x moved λ towards 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Tanhshrink(Module):
+    """x − tanh(x)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)

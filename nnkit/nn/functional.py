@@ -62,11 +62,25 @@ from nnkit.autograd.ops.pool import (
                                            max_pool1d,
                                            max_pool2d,
 )
+from nnkit.autograd.ops.special import (
+                                           celu,
+                                           glu,
+                                           hardshrink,
+                                           hardsigmoid,
+                                           hardswish,
+                                           prelu,
+                                           softshrink,
+                                           softsign,
+                                           tanhshrink,
+                                           threshold,
+)
 
 __all__ = [
     # activations
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "sigmoid", "tanh",
     "hardtanh", "softplus", "logsigmoid", "softmax", "softmin", "log_softmax",
+    "hardswish", "hardsigmoid", "glu", "prelu", "celu", "softsign", "threshold",
+    "hardshrink", "softshrink", "tanhshrink",
     # linear, convolution, pooling
     "linear", "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
