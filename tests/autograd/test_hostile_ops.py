@@ -134,3 +134,14 @@ def test_conv2d_on_an_empty_batch(groups):
     theirs.sum().backward()
     assert x.grad.shape == (0, 3, 8, 8)
     assert_close(wa.grad, wb.grad)  # zeros
+
+
+def test_where_keeps_a_nan_gradient_out_of_the_unselected_branch():
+    torch = pytest.importorskip("torch")
+    for lib in (nnkit, torch):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0, 4.0], requires_grad=True)
+        out = lib.where(lib.tensor([True, False]), a, b)
+        (out * lib.tensor([float("nan"), 1.0])).sum().backward()
+        assert [bool(v) for v in lib.isnan(a.grad)] == [True, False]
+        assert a.grad[1].item() == 0.0 and b.grad[0].item() == 0.0

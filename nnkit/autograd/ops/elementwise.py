@@ -498,10 +498,11 @@ class Where(Op):
     def backward(ctx, grad_output):
         (cond,) = ctx.saved_tensors
         n = ctx.needs_input_grad
-        zero = grad_output * 0
+        # a literal 0, not grad_output * 0: a NaN gradient stays out of the unselected
+        # branch, as in torch
         return (None,
-                _reduce(where(cond, grad_output, zero), ctx.meta[0]) if n[1] else None,
-                _reduce(where(cond, zero, grad_output), ctx.meta[1]) if n[2] else None)
+                _reduce(where(cond, grad_output, 0.0), ctx.meta[0]) if n[1] else None,
+                _reduce(where(cond, 0.0, grad_output), ctx.meta[1]) if n[2] else None)
 
 
 def where(condition, input, other):
