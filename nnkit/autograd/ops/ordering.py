@@ -364,10 +364,27 @@ def mode(input, dim=-1, keepdim: bool = False):
     return _select(x, d, idx, keepdim, z, ModeResult)
 
 
+class _NaNToZero(Op):
+    """NaN entries as 0; the gradient is the incoming one times the not-NaN mask
+    (torch's nansum backward: a NaN or inf incoming gradient stays NaN at NaN entries)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        nan = x.isnan()
+        keep = nan.logical_not().astype(x.dtype)
+        ctx.save_for_backward(keep)
+        return nan.where(type(x).scalar(0.0, x.dtype), x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (keep,) = ctx.saved_tensors
+        return grad_output * keep
+
+
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """:func:`sum` treating NaN as zero (NaN entries get gradient 0)."""
     if input.dtype.is_floating_point:
-        input = where(input.isnan(), 0.0, input)
+        input = _NaNToZero.apply(input)
     return sum(input, dim, keepdim, dtype=dtype)
 
 
