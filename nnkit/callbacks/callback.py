@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from nnkit.layers.config import Configurable
+
 __all__ = ["Callback"]
 
 
-class Callback:
+class Callback(Configurable):
     """Base class of callbacks; override the hooks you need (Keras hook names).
 
     ``Model.fit`` calls, in order: ``on_train_begin``, then per epoch

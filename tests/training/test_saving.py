@@ -191,3 +191,18 @@ def test_a_functional_model_with_shared_and_nested_parts_round_trips(tmp_path):
                              model([nnkit.tensor(xa), nnkit.tensor(xb)])):
         np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
     assert loaded._compiled.loss_weights == [1.0, 0.5]
+
+
+def test_callbacks_describe_themselves():
+    from nnkit import callbacks
+
+    made = [callbacks.EarlyStopping(monitor="loss", patience=4, restore_best_weights=True),
+            callbacks.ModelCheckpoint("ck/{epoch}.weights.h5", save_best_only=True),
+            callbacks.ReduceLROnPlateau(factor=0.2, patience=2),
+            callbacks.CSVLogger("log.csv", append=True), callbacks.TerminateOnNaN(),
+            callbacks.BackupAndRestore("backup", save_freq=10)]
+    for cb in made:
+        config = json.loads(json.dumps(serialize(cb)))
+        again = deserialize(config)
+        assert type(again) is type(cb)
+        assert again.get_config() == cb.get_config()
