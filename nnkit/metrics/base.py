@@ -12,35 +12,16 @@ tensor of ``metric.variables`` with SUM, then call
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import nnkit
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import get_default_dtype, to_dtype
+from nnkit.layers.naming import auto_name, to_snake_case
 
 __all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "reduce_to_samplewise_values",
            "squeeze_or_expand_to_same_rank", "divide_no_nan", "to_snake_case"]
-
-_NAME_UIDS: defaultdict[str, int] = defaultdict(int)
-
-
-def to_snake_case(name: str) -> str:
-    """``'RootMeanSquaredError'`` → ``'root_mean_squared_error'`` (Keras's rule)."""
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
-def _auto_name(class_name: str) -> str:
-    """Keras's ``auto_name``: the snake_case class name, then ``_1``, ``_2``, ..."""
-    base = to_snake_case(class_name)
-    uid = _NAME_UIDS[base]
-    _NAME_UIDS[base] += 1
-    return base if uid == 0 else f"{base}_{uid}"
-
 
 def to_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``x`` (Tensor, array, list or number) as a detached Tensor, optionally cast/moved."""
@@ -154,7 +135,7 @@ class Metric:
         if not dt.is_floating_point:
             raise ValueError(f"{type(self).__name__}: argument `dtype` must be a floating "
                              f"point dtype. Received: dtype={dtype!r}")
-        self.name = name or _auto_name(type(self).__name__)
+        self.name = name or auto_name(type(self).__name__)
         self._dtype = dt.name
         self._variable_names: list[str] = []
 

@@ -41,8 +41,9 @@ from typing import Any
 
 import nnkit
 from nnkit.autograd.tensor import Tensor
+from nnkit.layers.naming import auto_name
 from nnkit.optimizers.protocol import TorchProtocol
-from nnkit.optimizers.utils import auto_name, clip_by_global_norm, is_real
+from nnkit.optimizers.utils import clip_by_global_norm, is_real
 
 __all__ = ["Optimizer"]
 

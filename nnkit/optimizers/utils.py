@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 import numbers
-import re
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import nnkit
 from nnkit.autograd.tensor import Tensor
 
-__all__ = ["to_snake_case", "auto_name", "is_real", "global_norm", "clip_by_global_norm"]
-
-_NAME_UIDS: defaultdict[str, int] = defaultdict(int)
-
-
-def to_snake_case(name: str) -> str:
-    """``'AdamW'`` → ``'adam_w'`` (``keras.src.utils.naming.to_snake_case``)."""
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
-def auto_name(prefix: str) -> str:
-    """Keras's ``auto_name``: ``'adam'``, then ``'adam_1'``, ``'adam_2'``, ..."""
-    prefix = to_snake_case(prefix)
-    uid = _NAME_UIDS[prefix]
-    _NAME_UIDS[prefix] += 1
-    return prefix if uid == 0 else f"{prefix}_{uid}"
-
+__all__ = ["is_real", "global_norm", "clip_by_global_norm"]
 
 def is_real(value: Any) -> bool:
     """Whether ``value`` is a real number (a bool is not)."""
