@@ -75,7 +75,7 @@ long = int64
 int = int32  # noqa: A001
 
 _LAZY_MODULES = {"nn", "layers", "optim", "optimizers", "data", "io", "cli", "callbacks", "cuda",
-                 "random", "distributed", "metrics", "saving"}
+                 "random", "distributed", "metrics", "saving", "onnx"}
 _LAZY_NAMES = {"Sequential": "nnkit.layers", "Model": "nnkit.layers",
                "Parameter": "nnkit.layers", "Module": "nnkit.layers", "Input": "nnkit.layers",
                "KerasTensor": "nnkit.layers", "clear_session": "nnkit.layers",

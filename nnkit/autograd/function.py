@@ -32,6 +32,9 @@ __all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "Shape
 Tensor = None
 TensorImpl = None
 
+# Set only while nnkit.onnx traces a model: ``hook(cls, args, kwargs)`` runs the op.
+trace_hook = None
+
 
 class ShapeError(ValueError, RuntimeError):
     """Raised when the shapes given to an op do not fit together."""
@@ -320,6 +323,8 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` on ``args``, recording the graph when grad is needed."""
+        if trace_hook is not None:
+            return trace_hook(cls, args, kwargs)
         impls = [a._impl if isinstance(a, Tensor) else None for a in args]
         _check_devices(cls, [i.data for i in impls if i is not None])
         record = state.grad_enabled and any(i is not None and i.requires_grad for i in impls)
@@ -356,6 +361,8 @@ class Op(Function):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if trace_hook is not None:
+            return trace_hook(cls, args, kwargs)
         impls = []
         mats = []
         record = False

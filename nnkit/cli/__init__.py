@@ -8,6 +8,7 @@ Commands (``nnkit --help``; each imports the rest of nnkit only when it runs)::
     nnkit evaluate CONFIG.yaml --checkpoint CKPT
     nnkit predict CONFIG.yaml --checkpoint CKPT --input FILE [--output FILE]
     nnkit summary CONFIG.yaml
+    nnkit export CONFIG.yaml --checkpoint CKPT --output MODEL.onnx [--opset N]
     nnkit --version
 
 Config schema (``examples/digits_mlp.yaml`` and ``examples/digits_cnn.yaml`` are

@@ -178,6 +178,22 @@ def predict(
 
 
 @app.command()
+def export(
+    config: ConfigArg,
+    checkpoint: CheckpointOpt,
+    output: Annotated[
+        Path, typer.Option(help="The .onnx file to write.", show_default=False)
+    ],
+    opset: Annotated[int | None, typer.Option(help="The ONNX opset (default 17).")] = None,
+    set_: SetOpt = None,
+) -> None:
+    """Write the configured model with a checkpoint's weights as an ONNX file."""
+    from nnkit.cli import export as exporting
+
+    _run(exporting.export, config, checkpoint, output, set_ or [], opset=opset)
+
+
+@app.command()
 def summary(config: ConfigArg, set_: SetOpt = None) -> None:
     """Print the configured model's layers, output shapes and parameter counts."""
     from nnkit.cli import commands

@@ -1,0 +1,1 @@
+"""Tests of nnkit.onnx (ONNX export, checked with ONNX Runtime)."""
