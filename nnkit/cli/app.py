@@ -203,4 +203,7 @@ def summary(config: ConfigArg, set_: SetOpt = None) -> None:
 
 def main() -> None:
     """The ``nnkit`` console script."""
+    from nnkit.cli import process
+
+    process.ENDS_PROCESS = True
     app(prog_name="nnkit")

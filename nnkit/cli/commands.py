@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from nnkit.cli import build, run_folder
+from nnkit.cli import build, process, run_folder
 from nnkit.cli import resume as resuming
 from nnkit.cli.config import Config, load_config
 from nnkit.cli.datasets import Data, load_data, read_input
@@ -351,11 +351,13 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
         with graceful_interrupts(), resuming.warnings_as_lines():
             return _fit(run, callbacks, comm)
     except TrainingInterrupted as stop:
+        process.ignore_signals_while_exiting()
         where = (f"epoch {stop.epoch + 1}, step {stop.step + 1}" if stop.step >= 0
                  else f"the end of epoch {stop.epoch + 1}")
         raise RunStopped(f"Interrupted at {where}. Resume with: {command}",
                          stop.exit_code) from None
     except KeyboardInterrupt:
+        process.ignore_signals_while_exiting()
         raise RunStopped(f"Aborted: the last complete checkpoint is kept. Resume with: "
                          f"{command}", 130) from None
     except NonFiniteLossError as err:
