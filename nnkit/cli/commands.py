@@ -348,7 +348,7 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
     from nnkit.training import TrainingInterrupted, graceful_interrupts
 
     try:
-        with graceful_interrupts(), resuming.warnings_as_lines():
+        with graceful_interrupts(final=process.ENDS_PROCESS), resuming.warnings_as_lines():
             return _fit(run, callbacks, comm)
     except TrainingInterrupted as stop:
         process.ignore_signals_while_exiting()

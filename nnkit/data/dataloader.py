@@ -230,12 +230,19 @@ class DataLoader:
         """Batches of an IterableDataset, collated in the thread that iterates it."""
         # One thread drains the stream, so a dataset sharding by worker must see one worker.
         worker = WorkerInfo(0, 1, self.seed, epoch, self.dataset)
-        with loading_context(self.seed, epoch, worker if self.num_workers else None):
+        worker = worker if self.num_workers else None
+        # the context is set around each pull from the dataset, never across a yield: a
+        # generator abandoned mid-epoch is finalised later, maybe in another thread,
+        # where restoring its context would clobber that thread's
+        with loading_context(self.seed, epoch, worker):
             samples = iter(self.dataset)
-            while chunk := list(itertools.islice(samples, self.batch_size)):
-                if len(chunk) < self.batch_size and self.drop_last:
+        while True:
+            with loading_context(self.seed, epoch, worker):
+                chunk = list(itertools.islice(samples, self.batch_size))
+                if not chunk or (len(chunk) < self.batch_size and self.drop_last):
                     return
-                yield self.collate_fn(chunk)
+                batch = self.collate_fn(chunk)
+            yield batch
 
     def state_dict(self) -> dict:
         """The loader's position, for checkpoints.

@@ -23,10 +23,12 @@ import signal
 import threading
 from collections.abc import Iterator, Sequence
 
-__all__ = ["TrainingInterrupted", "graceful_interrupts", "requested", "request"]
+__all__ = ["TrainingInterrupted", "graceful_interrupts", "requested", "request", "stopping"]
 
 _pending: int | None = None
 _active = 0  # how many graceful_interrupts blocks are open
+_final = False  # the process ends when a signal stops the block (see graceful_interrupts)
+_stopping = False  # fit is raising TrainingInterrupted: later signals change nothing
 
 
 class TrainingInterrupted(Exception):
@@ -69,16 +71,34 @@ def request(signum: int = signal.SIGINT) -> None:
         _pending = int(signum)
 
 
+def stopping() -> None:
+    """``fit`` is about to raise :class:`TrainingInterrupted` (its checkpoint written):
+    a signal from now on is ignored rather than turned into ``KeyboardInterrupt`` in
+    the middle of the unwinding."""
+    global _stopping
+    if _active:
+        _stopping = True
+
+
 def _handler(signum: int, frame: object) -> None:
     global _pending
+    if _stopping:
+        return
     if _pending is not None:  # the second signal: give up at once
+        if _final:
+            _ignore(signal.SIGINT, signal.SIGTERM)
         raise KeyboardInterrupt
     _pending = signum
 
 
+def _ignore(*signals: int) -> None:
+    for sig in signals:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 @contextlib.contextmanager
-def graceful_interrupts(signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)
-                        ) -> Iterator[None]:
+def graceful_interrupts(signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM), *,
+                        final: bool = False) -> Iterator[None]:
     """Within the block, a first ``signals`` stops ``fit`` after its current step.
 
     Outside the main thread (where Python cannot install signal handlers) this does
@@ -86,16 +106,27 @@ def graceful_interrupts(signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)
 
     Args:
         signals: the signals to catch.
+        final: the process ends when a signal stops the block (a command line
+            program): from the abort, or from leaving the block by the interruption,
+            ``signals`` are ignored instead of the previous handlers restored, so that a
+            further Ctrl-C cannot raise inside the unwinding (in a finalizer, say).
     """
-    global _pending, _active
+    global _pending, _active, _final, _stopping
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {sig: signal.signal(sig, _handler) for sig in signals}
-    _pending, _active = None, _active + 1
+    _pending, _active, _final = None, _active + 1, final
+    stopped = False
     try:
         yield
+    except (TrainingInterrupted, KeyboardInterrupt):
+        stopped = True
+        raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        _pending, _active = None, _active - 1
+        if final and stopped:
+            _ignore(*signals)
+        else:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        _pending, _active, _final, _stopping = None, _active - 1, False, False

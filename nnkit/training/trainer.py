@@ -514,6 +514,7 @@ class Trainer(Evaluation, Saving):
         for cb in cbs:
             if isinstance(cb, BackupAndRestore):
                 path = cb.save_now() or path
+        interrupt.stopping()
         raise interrupt.TrainingInterrupted(signum, state.epoch,
                                             -1 if state.epoch_done else state.step, path)
 
