@@ -22,6 +22,7 @@ from nnkit.autograd.ops import (
     pool,
     reduction,
     shape,
+    special,
 )
 from nnkit.autograd.tensor import Tensor
 from nnkit.onnx._graph import UnsupportedOpError, to_numpy, to_numpy_dtype
@@ -403,3 +404,29 @@ def _constant_pad(g, args, kwargs, out):
     fill = g.name(value, dtype=to_numpy_dtype(out))
     name = g.node("Pad", [g.name(x), g.ints(pads, "pads"), fill], mode="constant")
     _bind(g, out, name, args, g.axis_of(x))
+
+
+# ---- the activations of nnkit.autograd.ops.special
+OPS[special.Hardswish] = _unary("HardSwish")
+
+
+@_register(special.Celu)
+def _celu(g, args, kwargs, out):
+    _bind(g, out, g.node("Celu", [g.name(args[0])], alpha=float(args[1])), args)
+
+
+def _logical(bool_op, int_op):
+    """``&``, ``|``, ``^``: ONNX's logical op on booleans, its bitwise one (opset 18) on
+    integers."""
+    def fn(g, args, kwargs, out):
+        dtype = to_numpy_dtype(out)
+        op_type = bool_op if dtype == np.bool_ else int_op
+        _bind(g, out, g.node(op_type, [_input(g, a, dtype) for a in args[:2]]), args)
+    return fn
+
+
+for _m, _bool, _int in (("bitwise_and", "And", "BitwiseAnd"), ("bitwise_or", "Or", "BitwiseOr"),
+                        ("bitwise_xor", "Xor", "BitwiseXor"),
+                        ("logical_and", "And", "BitwiseAnd"), ("logical_or", "Or", "BitwiseOr"),
+                        ("logical_xor", "Xor", "BitwiseXor")):
+    _BY_METHOD[_m] = _logical(_bool, _int)

@@ -69,6 +69,15 @@ def test_activations_and_softmax(tmp_path):
     export_and_compare(model, nnkit.randn(8, 6), nnkit.randn(1, 6), tmp_path / "sm.onnx")
 
 
+def test_every_other_activation_of_nnkit_nn(tmp_path):
+    model = nn.Sequential(
+        nn.Linear(6, 12), nn.Hardswish(), nn.Hardsigmoid(), nn.Linear(12, 12), nn.Mish(),
+        nn.CELU(0.7), nn.Softsign(), nn.Threshold(0.1, -2.0), nn.Hardshrink(0.3),
+        nn.Softshrink(0.2), nn.Tanhshrink(), nn.PReLU(), nn.Linear(12, 12), nn.GLU(),
+        nn.Identity())
+    export_and_compare(model, nnkit.randn(8, 6), nnkit.randn(3, 6), tmp_path / "more.onnx")
+
+
 def test_cnn_with_batchnorm(tmp_path):
     model = nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
