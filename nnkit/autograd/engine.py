@@ -129,12 +129,13 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
     # Gradients are summed in place into a buffer nobody else can see, except when the
     # backward pass is itself recorded (create_graph): then every sum is a graph op.
     inplace = _INPLACE_SUMS and not create_graph
+    partial: set = set()  # nodes whose buffer holds a PieceGrad or an _Accumulated
     while ready:
         node = ready.pop()
         buf = buffers.pop(node)
-        for k, g in enumerate(buf):
-            if g.__class__ in _PARTIAL:  # every piece has arrived: a Tensor now
-                buf[k] = g.tensor()
+        if partial and node in partial:  # every piece has arrived: Tensors now
+            partial.discard(node)
+            buf = [g.tensor() if g.__class__ in _PARTIAL else g for g in buf]
         if capture:
             _capture_targets(node, buf, targets, results)
         cls = node.__class__
@@ -167,10 +168,10 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
                                f"gradients (expected {len(nexts)}, got {len(out)})")
         if not retain_graph:
             node.release()
-        _route(nexts, out, buffers, deps, ready, inplace)
+        _route(nexts, out, buffers, deps, ready, inplace, partial)
 
 
-def _route(nexts, out, buffers, deps, ready, inplace) -> None:
+def _route(nexts, out, buffers, deps, ready, inplace, partial) -> None:
     n_out = len(out)
     for k, (nxt, nr) in enumerate(nexts):
         if nxt is None:
@@ -187,8 +188,11 @@ def _route(nexts, out, buffers, deps, ready, inplace) -> None:
             prev = buf[nr]
             if prev is None:
                 buf[nr] = g
-            elif prev.__class__ in _PARTIAL or g.__class__ in _PARTIAL:
+                if g.__class__ is PieceGrad:
+                    partial.add(nxt)
+            elif prev.__class__ in _PARTIAL or g.__class__ is PieceGrad:
                 buf[nr] = _add_partial(prev, g)
+                partial.add(nxt)
             elif not (inplace and _add_in_place(buf, nr, g)):
                 buf[nr] = prev + g
             del g, prev

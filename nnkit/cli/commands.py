@@ -351,13 +351,11 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
         with graceful_interrupts(final=process.ENDS_PROCESS), resuming.warnings_as_lines():
             return _fit(run, callbacks, comm)
     except TrainingInterrupted as stop:
-        process.ignore_signals_while_exiting()
         where = (f"epoch {stop.epoch + 1}, step {stop.step + 1}" if stop.step >= 0
                  else f"the end of epoch {stop.epoch + 1}")
         raise RunStopped(f"Interrupted at {where}. Resume with: {command}",
                          stop.exit_code) from None
     except KeyboardInterrupt:
-        process.ignore_signals_while_exiting()
         raise RunStopped(f"Aborted: the last complete checkpoint is kept. Resume with: "
                          f"{command}", 130) from None
     except NonFiniteLossError as err:

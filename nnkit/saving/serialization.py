@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "register_serializable",
     "get_registered_name",
@@ -159,15 +161,15 @@ def _value(value: Any, where: str) -> Any:
             raise SerializationError(f"{where}: a dict with keys other than strings cannot be "
                                      "saved")
         return {k: _value(v, where) for k, v in value.items()}
+    from nnkit.backends.device import Device
+    from nnkit.backends.dtypes import DType
+
     kind = type(value).__name__
-    module = type(value).__module__
-    if module.startswith("nnkit.") and kind == "DType":
-        return {"__dtype__": str(value).removeprefix("nnkit.")}
-    if module.startswith("nnkit.") and kind == "Device":
+    if isinstance(value, DType):
+        return {"__dtype__": str(value)}
+    if isinstance(value, Device):
         return {"__device__": str(value)}
-    if hasattr(value, "__int__") and hasattr(value, "dtype") and not hasattr(value, "shape"):
-        return value.item()  # a NumPy scalar
-    if getattr(value, "shape", None) == () and hasattr(value, "item"):
+    if isinstance(value, np.generic):
         return value.item()
     if callable(getattr(value, "get_config", None)) and not inspect.isclass(value):
         return {"__object__": serialize(value)}

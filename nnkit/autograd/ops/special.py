@@ -21,6 +21,7 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import as_mat_pair, check_tensor, float_mat, is_scalar, wrap_dim
 from nnkit.autograd.ops.activation import hardtanh
 from nnkit.autograd.ops.discrete import isfinite
+from nnkit.autograd.ops.elementwise import _unary as _unary_op
 from nnkit.autograd.ops.elementwise import abs as _abs
 from nnkit.autograd.ops.elementwise import clamp, exp, rsqrt, sigmoid, tanh, where
 from nnkit.autograd.ops.shape import broadcast_shapes, chunk
@@ -42,19 +43,8 @@ ACTIVATIONS = ["hardswish", "hardsigmoid", "glu", "prelu", "celu", "softsign", "
 
 # --------------------------------------------------------------------- unary
 def _unary(name, method, grad_fn, save="in"):
-    """A float unary Op: ``method`` of the Mat forward, ``grad_fn(g, saved)`` backward."""
-
-    def forward(ctx, x):
-        out = getattr(float_mat(x), method)()
-        ctx.save_for_backward(out if save == "out" else float_mat(x))
-        return out
-
-    def backward(ctx, grad_output):
-        (saved,) = ctx.saved_tensors
-        return grad_fn(grad_output, saved)
-
-    cls = type(name, (Op,), {"forward": staticmethod(forward),
-                             "backward": staticmethod(backward)})
+    """A float unary Op (elementwise's builder; these save the input by default)."""
+    cls = _unary_op(name, method, grad_fn, save=save)
     cls.__module__ = __name__
     return cls
 
