@@ -20,8 +20,7 @@ def median_time(fn, *, repeats: int = 7, warmup: int = 2, number: int = 1) -> fl
     return statistics.median(times)
 
 
-def interleaved_medians(fns: dict, *, repeats: int = 15, warmup: int = 2,
-                       number: int = 1) -> dict:
+def interleaved_medians(fns: dict, *, repeats: int = 15, warmup: int = 2, number: int = 1) -> dict:
     """Median seconds per call of each function, timed in alternation.
 
     Alternating the contenders round by round exposes them to the same machine load,
@@ -65,5 +64,7 @@ def blas_threads() -> int:
 
 
 def env_line() -> str:
-    return (f"threads={blas_threads()} OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}"
-            f" cpus={os.cpu_count()}")
+    return (
+        f"threads={blas_threads()} OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}"
+        f" cpus={os.cpu_count()}"
+    )

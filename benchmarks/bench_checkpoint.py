@@ -66,8 +66,9 @@ MODES = ["nnkit save", "h5py save", "crc32", "nnkit load", "h5py load"]
 
 
 def run(mode: str, path: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, path], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, path], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout)
 
 
@@ -80,8 +81,9 @@ def main() -> None:
         nnkit_file, h5py_file = f"{tmp}/nnkit.h5", f"{tmp}/plain.h5"
         for _ in range(args.rounds):  # the modes alternate round by round
             for mode in MODES:
-                results[mode].append(run(mode, h5py_file if mode.startswith("h5py")
-                                         else nnkit_file))
+                results[mode].append(
+                    run(mode, h5py_file if mode.startswith("h5py") else nnkit_file)
+                )
     size = results["nnkit save"][0]["bytes"] / 2**20
     print(f"model: {size:.1f} MiB of float32 weights; medians of {args.rounds} rounds")
     medians = {m: statistics.median(r["seconds"] for r in rs) for m, rs in results.items()}
@@ -89,8 +91,10 @@ def main() -> None:
         peak = statistics.median(r["peak"] for r in results[mode]) / 2**20
         floor = medians["h5py save" if "save" in mode else "h5py load"]
         ratio = "" if mode == "crc32" else f"  ({medians[mode] / floor:.2f}x h5py)"
-        print(f"{mode:>11}: {medians[mode] * 1000:7.1f} ms, {size / medians[mode]:7.0f} MiB/s, "
-              f"peak +{peak:6.1f} MiB{ratio}")
+        print(
+            f"{mode:>11}: {medians[mode] * 1000:7.1f} ms, {size / medians[mode]:7.0f} MiB/s, "
+            f"peak +{peak:6.1f} MiB{ratio}"
+        )
     share = medians["crc32"] / medians["nnkit save"]
     print(f"checksums: {share:.0%} of the nnkit save time")
 

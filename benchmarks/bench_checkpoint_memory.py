@@ -74,12 +74,14 @@ def main() -> None:
         params.append((w, b))
     blocks = [_block(w, b) for w, b in params]
     x = nnkit.randn(args.batch, args.width)
-    mib = 2.0 ** 20
+    mib = 2.0**20
     act = args.batch * args.width * 4 / mib
-    print(f"{args.blocks} blocks, width {args.width}, batch {args.batch}, float32: "
-          f"one activation = {act:.1f} MiB, weights = "
-          f"{args.blocks * (args.width + 1) * args.width * 4 / mib:.1f} MiB "
-          f"(their grads as much again, preallocated)")
+    print(
+        f"{args.blocks} blocks, width {args.width}, batch {args.batch}, float32: "
+        f"one activation = {act:.1f} MiB, weights = "
+        f"{args.blocks * (args.width + 1) * args.width * 4 / mib:.1f} MiB "
+        f"(their grads as much again, preallocated)"
+    )
     tracemalloc.start()
     try:
         modes = ("warm-up", "plain", "per-block", f"{args.segments} segments")
@@ -91,8 +93,10 @@ def main() -> None:
             kept, peak, elapsed = _step(blocks, x, kind, args.segments)
             if mode == "warm-up":
                 continue
-            print(f"  {mode:<12} kept after fwd {kept / mib:8.1f} MiB   "
-                  f"peak {peak / mib:8.1f} MiB   time {elapsed:6.2f} s")
+            print(
+                f"  {mode:<12} kept after fwd {kept / mib:8.1f} MiB   "
+                f"peak {peak / mib:8.1f} MiB   time {elapsed:6.2f} s"
+            )
     finally:
         tracemalloc.stop()
 

@@ -28,8 +28,16 @@ from benchmarks._common import blas_threads, env_line, interleaved_medians, try_
 
 BATCH = 64
 LR = 0.01
-SHAPES = {"c1w": (32, 1, 3, 3), "c1b": (32,), "c2w": (64, 32, 3, 3), "c2b": (64,),
-          "f1w": (128, 1600), "f1b": (128,), "f2w": (10, 128), "f2b": (10,)}
+SHAPES = {
+    "c1w": (32, 1, 3, 3),
+    "c1b": (32,),
+    "c2w": (64, 32, 3, 3),
+    "c2b": (64,),
+    "f1w": (128, 1600),
+    "f1b": (128,),
+    "f2w": (10, 128),
+    "f2b": (10,),
+}
 
 
 def init_params(seed: int = 0) -> dict:
@@ -83,14 +91,14 @@ def _col2im(cols, shape, k):
     out = np.zeros(shape, cols.dtype)
     for i in range(k):
         for j in range(k):
-            out[:, i:i + oh, j:j + ow] += cols[:, :, :, i, j]
+            out[:, i : i + oh, j : j + ow] += cols[:, :, :, i, j]
     return out
 
 
 def _pool(y):
     """2x2 max pool of channels-last ``y`` (odd sizes cropped) and the mask of maxima."""
     n, h, w, c = y.shape
-    yc = y[:, :h // 2 * 2, :w // 2 * 2]
+    yc = y[:, : h // 2 * 2, : w // 2 * 2]
     blocks = yc.reshape(n, h // 2, 2, w // 2, 2, c)
     out = blocks.max(axis=(2, 4))
     mask = blocks == out[:, :, None, :, None]
@@ -100,8 +108,9 @@ def _pool(y):
 def _unpool(g, mask, shape):
     n, h, w, c = shape
     gx = np.zeros(shape, g.dtype)
-    gx[:, :h // 2 * 2, :w // 2 * 2] = (mask * g[:, :, None, :, None]).reshape(
-        n, h // 2 * 2, w // 2 * 2, c)
+    gx[:, : h // 2 * 2, : w // 2 * 2] = (mask * g[:, :, None, :, None]).reshape(
+        n, h // 2 * 2, w // 2 * 2, c
+    )
     return gx
 
 
@@ -141,8 +150,9 @@ def numpy_params(params: dict) -> dict:
         if k in ("c1w", "c2w"):
             out[k] = np.ascontiguousarray(v.transpose(2, 3, 1, 0).reshape(-1, v.shape[0]))
         elif k in ("f1w",):  # flatten order differs: (C, H, W) vs channels-last (H, W, C)
-            out[k] = np.ascontiguousarray(v.reshape(128, 64, 5, 5).transpose(2, 3, 1, 0)
-                                          .reshape(1600, 128))
+            out[k] = np.ascontiguousarray(
+                v.reshape(128, 64, 5, 5).transpose(2, 3, 1, 0).reshape(1600, 128)
+            )
         elif k == "f2w":
             out[k] = np.ascontiguousarray(v.T)
         else:
@@ -183,8 +193,10 @@ def main(argv=None) -> None:
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         return
-    fns = {"numpy floor": lambda: numpy_step(npp, x_nhwc, y),
-           "nnkit": lambda: nnkit_step(nk, nx, ny)}
+    fns = {
+        "numpy floor": lambda: numpy_step(npp, x_nhwc, y),
+        "nnkit": lambda: nnkit_step(nk, nx, ny),
+    }
     torch = try_torch(threads)
     if torch is not None:
         tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}

@@ -27,10 +27,14 @@ import yaml
 CONFIG = {
     "seed": 0,
     "data": {"name": "moons", "n_samples": 40000, "batch_size": 2048, "test_size": 0.1},
-    "model": {"layers": [{"type": "Dense", "units": 2048, "activation": "relu"},
-                         {"type": "Dense", "units": 2048, "activation": "relu"},
-                         {"type": "Dense", "units": 2048, "activation": "relu"},
-                         {"type": "Dense", "units": 2}]},
+    "model": {
+        "layers": [
+            {"type": "Dense", "units": 2048, "activation": "relu"},
+            {"type": "Dense", "units": 2048, "activation": "relu"},
+            {"type": "Dense", "units": 2048, "activation": "relu"},
+            {"type": "Dense", "units": 2},
+        ]
+    },
     "optimizer": {"name": "adam", "lr": 1e-4},
     "train": {"epochs": 50, "verbose": 0},
     "output": {"dir": "run", "keep": 1},
@@ -45,9 +49,14 @@ def step_time() -> float:
     from nnkit import nn
 
     nnkit.manual_seed(0)
-    model = nnkit.Sequential([nn.Dense(2048, activation="relu"),
-                              nn.Dense(2048, activation="relu"),
-                              nn.Dense(2048, activation="relu"), nn.Dense(2)])
+    model = nnkit.Sequential(
+        [
+            nn.Dense(2048, activation="relu"),
+            nn.Dense(2048, activation="relu"),
+            nn.Dense(2048, activation="relu"),
+            nn.Dense(2),
+        ]
+    )
     x = np.random.default_rng(0).normal(size=(2048, 2)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64)
     model.compile("adam", "cross_entropy", lr=1e-4)
@@ -64,8 +73,9 @@ def step_time() -> float:
 def trial(directory: Path, delay: float) -> tuple[float, int, str]:
     """(seconds from SIGINT to exit, exit status, the line printed)."""
     command = [sys.executable, "-m", "nnkit.cli", "train", "cfg.yaml"]
-    process = subprocess.Popen(command, cwd=directory, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     while not (directory / "run" / "config.yaml").exists():  # fit starts right after
         if process.poll() is not None:
             raise RuntimeError(process.stderr.read())
@@ -90,9 +100,11 @@ def main() -> None:
             results.append(trial(Path(tmp), 2.0 + rng.uniform(0.0, step)))
     exits = statistics.median(r[0] for r in results)
     print(f"training step: median {step:.2f} s (in process, batch 2048, 3x2048 MLP, Adam)")
-    print(f"SIGINT -> exit: median {exits:.2f} s ({exits / step:.2f} steps); "
-          f"each: {', '.join(f'{r[0]:.2f} s' for r in results)}; "
-          f"exit statuses {sorted({r[1] for r in results})}")
+    print(
+        f"SIGINT -> exit: median {exits:.2f} s ({exits / step:.2f} steps); "
+        f"each: {', '.join(f'{r[0]:.2f} s' for r in results)}; "
+        f"exit statuses {sorted({r[1] for r in results})}"
+    )
     print(f"last line: {results[-1][2]}")
 
 

@@ -38,8 +38,14 @@ def init_params(seed: int = 0) -> dict:
     def u(*shape):
         return rng.uniform(-k, k, shape).astype(np.float32)
 
-    return {"w_ih": u(4 * HIDDEN, IN), "w_hh": u(4 * HIDDEN, HIDDEN), "b_ih": u(4 * HIDDEN),
-            "b_hh": u(4 * HIDDEN), "w": u(CLASSES, HIDDEN), "b": u(CLASSES)}
+    return {
+        "w_ih": u(4 * HIDDEN, IN),
+        "w_hh": u(4 * HIDDEN, HIDDEN),
+        "b_ih": u(4 * HIDDEN),
+        "b_hh": u(4 * HIDDEN),
+        "w": u(CLASSES, HIDDEN),
+        "b": u(CLASSES),
+    }
 
 
 def _sigmoid(z):
@@ -55,8 +61,8 @@ def numpy_step(p: dict, x, y):
     cache = []
     for t in range(t_len):
         z = xw[:, t] + h @ p["w_hh"].T
-        i, f = _sigmoid(z[:, :HIDDEN]), _sigmoid(z[:, HIDDEN:2 * HIDDEN])
-        g, o = np.tanh(z[:, 2 * HIDDEN:3 * HIDDEN]), _sigmoid(z[:, 3 * HIDDEN:])
+        i, f = _sigmoid(z[:, :HIDDEN]), _sigmoid(z[:, HIDDEN : 2 * HIDDEN])
+        g, o = np.tanh(z[:, 2 * HIDDEN : 3 * HIDDEN]), _sigmoid(z[:, 3 * HIDDEN :])
         c_prev, h_prev = c, h
         c = f * c + i * g
         tc = np.tanh(c)
@@ -79,9 +85,9 @@ def numpy_step(p: dict, x, y):
         di, df, dg = dc * g, dc * c_prev, dc * i
         dz = dz_all[:, t]
         dz[:, :HIDDEN] = di * i * (1 - i)
-        dz[:, HIDDEN:2 * HIDDEN] = df * f * (1 - f)
-        dz[:, 2 * HIDDEN:3 * HIDDEN] = dg * (1 - g * g)
-        dz[:, 3 * HIDDEN:] = do * o * (1 - o)
+        dz[:, HIDDEN : 2 * HIDDEN] = df * f * (1 - f)
+        dz[:, 2 * HIDDEN : 3 * HIDDEN] = dg * (1 - g * g)
+        dz[:, 3 * HIDDEN :] = do * o * (1 - o)
         dw_hh += dz.T @ h_prev
         dh, dc = dz @ p["w_hh"], dc * f
     flat = dz_all.reshape(n * t_len, 4 * HIDDEN)
@@ -98,7 +104,8 @@ def make_nnkit(params: dict):
     with nnkit.no_grad():
         for name in ("w_ih", "w_hh", "b_ih", "b_hh"):
             getattr(lstm, f"{name.replace('w_', 'weight_').replace('b_', 'bias_')}_l0").copy_(
-                nnkit.tensor(params[name]))
+                nnkit.tensor(params[name])
+            )
         head.weight.copy_(nnkit.tensor(params["w"]))
         head.bias.copy_(nnkit.tensor(params["b"]))
     opt = nnkit.optim.SGD([*lstm.parameters(), *head.parameters()], lr=LR)
@@ -127,8 +134,11 @@ def _old_piece_gradients() -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--pieces-old", action="store_true",
-                    help="a zero-filled full-size gradient per piece (the old backward)")
+    ap.add_argument(
+        "--pieces-old",
+        action="store_true",
+        help="a zero-filled full-size gradient per piece (the old backward)",
+    )
     args = ap.parse_args(argv)
     if args.pieces_old:
         _old_piece_gradients()
@@ -141,21 +151,26 @@ def main(argv=None) -> None:
     lstm, head, opt = make_nnkit(params)
     nx, ny = nnkit.tensor(x), nnkit.tensor(y)
     ce = nnkit.nn.functional.cross_entropy
-    fns = {"numpy floor": lambda: numpy_step(floor_params, x, y),
-           "nnkit": lambda: framework_step(ce, lstm, head, opt, nx, ny)}
+    fns = {
+        "numpy floor": lambda: numpy_step(floor_params, x, y),
+        "nnkit": lambda: framework_step(ce, lstm, head, opt, nx, ny),
+    }
     torch = try_torch(threads)
     if torch is not None:
         t_lstm = torch.nn.LSTM(IN, HIDDEN, batch_first=True)
         t_head = torch.nn.Linear(HIDDEN, CLASSES)
         t_opt = torch.optim.SGD([*t_lstm.parameters(), *t_head.parameters()], lr=LR)
         tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-        fns["torch"] = lambda: framework_step(torch.nn.functional.cross_entropy, t_lstm,
-                                              t_head, t_opt, tx, ty)
+        fns["torch"] = lambda: framework_step(
+            torch.nn.functional.cross_entropy, t_lstm, t_head, t_opt, tx, ty
+        )
     med = interleaved_medians(fns, repeats=args.repeats, warmup=3)
     floor = med["numpy floor"]
     label = " (old piece gradients)" if args.pieces_old else ""
-    print(f"LSTM training step{label}, batch {BATCH}, seq {SEQ}, in {IN}, hidden {HIDDEN}, "
-          f"float32 ({env_line()})")
+    print(
+        f"LSTM training step{label}, batch {BATCH}, seq {SEQ}, in {IN}, hidden {HIDDEN}, "
+        f"float32 ({env_line()})"
+    )
     print(f"{'implementation':<14} {'ms/step':>9} {'samples/s':>11} {'vs floor':>9}")
     for name, t in med.items():
         print(f"{name:<14} {t * 1e3:9.2f} {BATCH / t:11.0f} {floor / t:8.2f}x")

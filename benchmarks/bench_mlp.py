@@ -91,8 +91,7 @@ def main() -> None:
     nk = [nnkit.tensor(p, requires_grad=True) for p in init]
     x, y = nnkit.tensor(xv), nnkit.tensor(yv)
     npp = [p.copy() for p in init]
-    fns = {"numpy floor": lambda: numpy_step(npp, xv, yv),
-           "nnkit": lambda: nnkit_step(nk, x, y)}
+    fns = {"numpy floor": lambda: numpy_step(npp, xv, yv), "nnkit": lambda: nnkit_step(nk, x, y)}
     torch = try_torch(blas_threads())
     if torch is not None:
         tp = [torch.tensor(p, requires_grad=True) for p in init]

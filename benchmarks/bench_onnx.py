@@ -26,14 +26,29 @@ BATCH = 256
 
 def _models() -> dict:
     mlp = nnkit.Sequential([nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.1), nn.Linear(128, 10)])
-    cnn = nnkit.Sequential([
-        nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)])
-    transformer = nnkit.Sequential([nn.TransformerEncoderLayer(
-        128, 4, dim_feedforward=512, batch_first=True)])
-    return {"MLP 64-128-10": (mlp, (64,)), "CNN 3x32x32": (cnn, (3, 32, 32)),
-            "Transformer 32x128": (transformer, (32, 128))}
+    cnn = nnkit.Sequential(
+        [
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(64, 10),
+        ]
+    )
+    transformer = nnkit.Sequential(
+        [nn.TransformerEncoderLayer(128, 4, dim_feedforward=512, batch_first=True)]
+    )
+    return {
+        "MLP 64-128-10": (mlp, (64,)),
+        "CNN 3x32x32": (cnn, (3, 32, 32)),
+        "Transformer 32x128": (transformer, (32, 128)),
+    }
 
 
 def _bench(ort, options, tmp, name, model, shape, rng) -> None:
@@ -48,13 +63,21 @@ def _bench(ort, options, tmp, name, model, shape, rng) -> None:
         times.append(time.perf_counter() - t0)
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     feed = {session.get_inputs()[0].name: x}
-    err = float(np.abs(model.predict(x, batch_size=BATCH, verbose=0)
-                       - session.run(None, feed)[0]).max())
-    res = interleaved_medians({
-        "nnkit": lambda: model.predict(x, batch_size=BATCH, verbose=0),
-        "onnxruntime": lambda: session.run(None, feed)}, repeats=15, warmup=3)
-    print(f"  {name:20s} export {1000 * sorted(times)[2]:7.1f} ms   "
-          f"({os.path.getsize(path) / 1024:.0f} KiB, max |diff| {err:.1e})")
+    err = float(
+        np.abs(model.predict(x, batch_size=BATCH, verbose=0) - session.run(None, feed)[0]).max()
+    )
+    res = interleaved_medians(
+        {
+            "nnkit": lambda: model.predict(x, batch_size=BATCH, verbose=0),
+            "onnxruntime": lambda: session.run(None, feed),
+        },
+        repeats=15,
+        warmup=3,
+    )
+    print(
+        f"  {name:20s} export {1000 * sorted(times)[2]:7.1f} ms   "
+        f"({os.path.getsize(path) / 1024:.0f} KiB, max |diff| {err:.1e})"
+    )
     for who, t in res.items():
         print(f"    {who:12s} {BATCH / t:10.0f} samples/s")
     print(f"    onnxruntime / nnkit throughput: {res['nnkit'] / res['onnxruntime']:.2f}x")
@@ -68,8 +91,10 @@ def main() -> None:
     options = ort.SessionOptions()
     options.intra_op_num_threads = blas_threads()
     options.inter_op_num_threads = 1
-    print(f"ONNX export and inference, batch {BATCH}, float32, onnxruntime "
-          f"{ort.__version__} ({env_line()})")
+    print(
+        f"ONNX export and inference, batch {BATCH}, float32, onnxruntime "
+        f"{ort.__version__} ({env_line()})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, (model, shape) in _models().items():
             _bench(ort, options, tmp, name, model, shape, rng)

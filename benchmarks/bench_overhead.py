@@ -44,8 +44,9 @@ def _contenders(xv, wv):
             with torch.no_grad():
                 chain(tx, tw)
 
-        fns.update({"torch fwd+bwd": lambda: chain(tx, tw).backward(),
-                    "torch fwd (no_grad)": torch_fwd})
+        fns.update(
+            {"torch fwd+bwd": lambda: chain(tx, tw).backward(), "torch fwd (no_grad)": torch_fwd}
+        )
     return fns
 
 
@@ -58,8 +59,10 @@ def main() -> None:
     for name, t in res.items():
         print(f"  {name:22s} {t / N_OPS * 1e6:8.2f} us/op")
     if "torch fwd+bwd" in res:
-        print(f"  ratio nnkit/torch fwd+bwd: {res['nnkit fwd+bwd'] / res['torch fwd+bwd']:.2f}x, "
-              f"fwd: {res['nnkit fwd (no_grad)'] / res['torch fwd (no_grad)']:.2f}x")
+        print(
+            f"  ratio nnkit/torch fwd+bwd: {res['nnkit fwd+bwd'] / res['torch fwd+bwd']:.2f}x, "
+            f"fwd: {res['nnkit fwd (no_grad)'] / res['torch fwd (no_grad)']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

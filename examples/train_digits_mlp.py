@@ -42,13 +42,20 @@ def cross_entropy(logits, target):
     return -log_probs.gather(1, target.unsqueeze(1)).mean()
 
 
-def train(epochs: int = 30, seed: int = 0, lr: float = 0.1, momentum: float = 0.9,
-          batch_size: int = 32, verbose: bool = True) -> float:
+def train(
+    epochs: int = 30,
+    seed: int = 0,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+    batch_size: int = 32,
+    verbose: bool = True,
+) -> float:
     """Train and return the test accuracy (a fraction)."""
     nnkit.manual_seed(seed)
     data = load_digits(test_size=0.2, seed=seed)
-    loader = DataLoader(TensorDataset(data.x_train, data.y_train), batch_size=batch_size,
-                        shuffle=True, seed=seed)
+    loader = DataLoader(
+        TensorDataset(data.x_train, data.y_train), batch_size=batch_size, shuffle=True, seed=seed
+    )
     params = init_params((64, 128, 10))
     velocity = [nnkit.zeros_like(p) for p in params]
     for epoch in range(epochs):

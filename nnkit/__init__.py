@@ -74,12 +74,32 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 
-_LAZY_MODULES = {"nn", "layers", "optim", "optimizers", "data", "io", "cli", "callbacks", "cuda",
-                 "random", "distributed", "metrics", "saving", "onnx"}
-_LAZY_NAMES = {"Sequential": "nnkit.layers", "Model": "nnkit.layers",
-               "Parameter": "nnkit.layers", "Module": "nnkit.layers", "Input": "nnkit.layers",
-               "KerasTensor": "nnkit.layers", "clear_session": "nnkit.layers",
-               "load_model": "nnkit.saving"}
+_LAZY_MODULES = {
+    "nn",
+    "layers",
+    "optim",
+    "optimizers",
+    "data",
+    "io",
+    "cli",
+    "callbacks",
+    "cuda",
+    "random",
+    "distributed",
+    "metrics",
+    "saving",
+    "onnx",
+}
+_LAZY_NAMES = {
+    "Sequential": "nnkit.layers",
+    "Model": "nnkit.layers",
+    "Parameter": "nnkit.layers",
+    "Module": "nnkit.layers",
+    "Input": "nnkit.layers",
+    "KerasTensor": "nnkit.layers",
+    "clear_session": "nnkit.layers",
+    "load_model": "nnkit.saving",
+}
 
 
 def __getattr__(name: str):
@@ -90,13 +110,62 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'nnkit' has no attribute '{name}'")
 
 
-__all__ = sorted(set(_ops_all) | {
-    "Tensor", "Function", "ShapeError", "autograd", "checkpoint", "tensor", "as_tensor",
-    "from_numpy",
-    "from_dlpack", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",
-    "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
-    "rand_like", "randn_like", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-    "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
-    "Device", "device", "DType", "float16", "float32", "float64", "int8", "int16", "int32",
-    "int64", "uint8", "bool_", "get_default_dtype", "set_default_dtype", "manual_seed", "seed",
-    "initial_seed", "get_rng_state", "set_rng_state", "set_printoptions"})
+__all__ = sorted(
+    set(_ops_all)
+    | {
+        "Tensor",
+        "Function",
+        "ShapeError",
+        "autograd",
+        "checkpoint",
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "from_dlpack",
+        "zeros",
+        "ones",
+        "full",
+        "empty",
+        "arange",
+        "linspace",
+        "eye",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "empty_like",
+        "rand_like",
+        "randn_like",
+        "no_grad",
+        "enable_grad",
+        "set_grad_enabled",
+        "is_grad_enabled",
+        "inference_mode",
+        "is_inference_mode_enabled",
+        "detect_anomaly",
+        "set_detect_anomaly",
+        "Device",
+        "device",
+        "DType",
+        "float16",
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "bool_",
+        "get_default_dtype",
+        "set_default_dtype",
+        "manual_seed",
+        "seed",
+        "initial_seed",
+        "get_rng_state",
+        "set_rng_state",
+        "set_printoptions",
+    }
+)

@@ -11,8 +11,15 @@ import threading
 
 import numpy as np
 
-__all__ = ["manual_seed", "seed", "initial_seed", "default_generator", "get_rng_state",
-           "set_rng_state", "fork_rng"]
+__all__ = [
+    "manual_seed",
+    "seed",
+    "initial_seed",
+    "default_generator",
+    "get_rng_state",
+    "set_rng_state",
+    "fork_rng",
+]
 
 _lock = threading.Lock()
 _initial_seed = int(np.random.SeedSequence().entropy % (2**63))

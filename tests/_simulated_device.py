@@ -42,7 +42,8 @@ def _check(what: str, args) -> None:
         elif _is_host_array(a):
             raise MixedDeviceError(
                 f"mixed device arrays in {what}: a host (cpu) ndarray of shape {a.shape} "
-                f"met a simulated {SIM_DEVICE_TYPE} array")
+                f"met a simulated {SIM_DEVICE_TYPE} array"
+            )
 
 
 def _plain(x):
@@ -136,6 +137,7 @@ class _SimXP:
         elif name in ("ogrid", "mgrid"):
             wrapped = _SimGrid(obj)
         elif callable(obj) and not isinstance(obj, type):
+
             def wrapped(*args, _f=obj, **kwargs):
                 return _tag(_f(*args, **kwargs))
         else:
@@ -193,8 +195,7 @@ class SimMat(ArrayMat):
 
 def _host_copy(data):
     if isinstance(data, SimArray):
-        raise MixedDeviceError("mixed device arrays: a simulated device array given as "
-                               "host data")
+        raise MixedDeviceError("mixed device arrays: a simulated device array given as host data")
     return data
 
 
@@ -209,8 +210,7 @@ def install(mp) -> None:
     def device_count() -> int:
         return 1
 
-    mp.setattr(device_mod, "_mat_classes", {**device_mod._mat_classes,
-                                            SIM_DEVICE_TYPE: SimMat})
+    mp.setattr(device_mod, "_mat_classes", {**device_mod._mat_classes, SIM_DEVICE_TYPE: SimMat})
     mp.setattr(device_mod, "_cache", {"cpu": device_mod.cpu})
     mp.setattr(device_mod, "cuda_is_available", is_available)
     mp.setattr(device_mod, "device_count", device_count)

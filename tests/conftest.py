@@ -49,8 +49,11 @@ def _missing_dependency(exc: BaseException | None) -> str | None:
     """The installable package whose absence caused ``exc`` (following causes), if any."""
     while exc is not None:
         name = (getattr(exc, "name", None) or "").split(".")[0]
-        if (isinstance(exc, ImportError) and name in _INSTALLABLE
-                and importlib.util.find_spec(name) is None):
+        if (
+            isinstance(exc, ImportError)
+            and name in _INSTALLABLE
+            and importlib.util.find_spec(name) is None
+        ):
             return name
         exc = exc.__cause__ or exc.__context__
     return None
@@ -63,9 +66,11 @@ def pytest_runtest_makereport(item, call):
     missing = _missing_dependency(call.excinfo.value) if call.excinfo else None
     if missing and report.failed:
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0,
-                           f"Skipped: needs {missing}, which is not installed "
-                           "(pip install -e '.[dev]')")
+        report.longrepr = (
+            str(item.path),
+            item.location[1] or 0,
+            f"Skipped: needs {missing}, which is not installed (pip install -e '.[dev]')",
+        )
 
 
 def _devices():

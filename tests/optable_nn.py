@@ -64,13 +64,15 @@ def ref_conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     out_sp = [(xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd)]
     y = np.zeros((n, o) + tuple(out_sp))
     for pos in itertools.product(*(range(m) for m in out_sp)):
-        sl = tuple(slice(pos[i] * s[i], pos[i] * s[i] + d[i] * (k[i] - 1) + 1, d[i])
-                   for i in range(nd))
+        sl = tuple(
+            slice(pos[i] * s[i], pos[i] * s[i] + d[i] * (k[i] - 1) + 1, d[i]) for i in range(nd)
+        )
         for g in range(groups):
             patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + sl]
-            wg = w[g * og:(g + 1) * og]
+            wg = w[g * og : (g + 1) * og]
             y[(slice(None), slice(g * og, (g + 1) * og)) + pos] = np.tensordot(
-                patch, wg, axes=(list(range(1, nd + 2)), list(range(1, nd + 2))))
+                patch, wg, axes=(list(range(1, nd + 2)), list(range(1, nd + 2)))
+            )
     if b is not None:
         y += b.reshape((1, -1) + (1,) * nd)
     return y
@@ -84,15 +86,24 @@ def _pool_out(n, k, s, p, d, ceil_mode):
     return out
 
 
-def ref_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-             count_include_pad=True, mode="max"):
+def ref_pool(
+    x,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode=False,
+    count_include_pad=True,
+    mode="max",
+):
     """Loop pooling over ``(N, C, *S)``: each output reads its window element by element.
 
     An unbatched input is recognised by a tuple ``kernel_size`` one shorter than it.
     """
     if not isinstance(kernel_size, int) and len(kernel_size) == x.ndim - 1:
-        return ref_pool(x[None], kernel_size, stride, padding, dilation, ceil_mode,
-                        count_include_pad, mode)[0]
+        return ref_pool(
+            x[None], kernel_size, stride, padding, dilation, ceil_mode, count_include_pad, mode
+        )[0]
     nd = x.ndim - 2
     k = _pairs(kernel_size, nd)
     s = k if stride is None else _pairs(stride, nd)
@@ -151,8 +162,9 @@ def ref_nll(logp, target, weight=None, ignore_index=-100, reduction="mean"):
     return _reduce(loss.reshape(target.shape), reduction)
 
 
-def ref_cross_entropy(x, target, weight=None, ignore_index=-100, reduction="mean",
-                      label_smoothing=0.0):
+def ref_cross_entropy(
+    x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+):
     cd = 1 if x.ndim >= 2 else 0
     c = x.shape[cd]
     logp = ref_log_softmax(x, cd)
@@ -205,8 +217,7 @@ def ref_layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
 
 def ref_group_norm(x, groups, w=None, b=None, eps=1e-5):
     g = x.reshape(x.shape[0], groups, -1)
-    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(
-        x.shape)
+    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(x.shape)
     shape = (1, -1) + (1,) * (x.ndim - 2)
     return y * (1 if w is None else w.reshape(shape)) + (0 if b is None else b.reshape(shape))
 
@@ -217,7 +228,7 @@ def _erf(x):
 
 def ref_gelu(x, approximate="none"):
     if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
 
 
@@ -227,67 +238,113 @@ def ref_softplus(x, beta=1.0, threshold=20.0):
 
 def ref_pad(x, pad, mode="constant", value=0.0):
     k = len(pad) // 2
-    widths = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1])
-                                        for i in reversed(range(k))]
+    widths = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
     if mode == "constant":
         return np.pad(x, widths, constant_values=value)
-    return np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge",
-                                   "circular": "wrap"}[mode])
+    return np.pad(
+        x, widths, mode={"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    )
 
 
 # ---------------------------------------------------------------- convolution
 def _conv_samples(rng):
     return [
         Sample((rn(rng, 2, 2, 5, 4), rn(rng, 3, 2, 3, 2), rn(rng, 3)), desc="bias"),
-        Sample((rn(rng, 1, 2, 6, 5), rn(rng, 2, 2, 3, 3)),
-               dict(stride=2, padding=1), desc="stride-pad"),
-        Sample((rn(rng, 1, 4, 5, 5), rn(rng, 4, 2, 2, 2), rn(rng, 4)),
-               dict(dilation=2, groups=2, padding=(1, 0)), desc="dilation-groups"),
-        Sample((rn(rng, 1, 1, 5, 4), rn(rng, 2, 1, 2, 3)),
-               dict(padding="same"), desc="same"),
-        Sample((rn(rng, 2, 3, 3, 4), rn(rng, 3, 1, 1, 1)),
-               dict(groups=3, stride=(1, 2)), desc="depthwise-1x1"),
+        Sample(
+            (rn(rng, 1, 2, 6, 5), rn(rng, 2, 2, 3, 3)), dict(stride=2, padding=1), desc="stride-pad"
+        ),
+        Sample(
+            (rn(rng, 1, 4, 5, 5), rn(rng, 4, 2, 2, 2), rn(rng, 4)),
+            dict(dilation=2, groups=2, padding=(1, 0)),
+            desc="dilation-groups",
+        ),
+        Sample((rn(rng, 1, 1, 5, 4), rn(rng, 2, 1, 2, 3)), dict(padding="same"), desc="same"),
+        Sample(
+            (rn(rng, 2, 3, 3, 4), rn(rng, 3, 1, 1, 1)),
+            dict(groups=3, stride=(1, 2)),
+            desc="depthwise-1x1",
+        ),
     ]
 
 
 row("conv2d", F.conv2d, ref_conv, _conv_samples)
-row("conv1d", F.conv1d, ref_conv, lambda rng: [
-    Sample((rn(rng, 2, 2, 7), rn(rng, 3, 2, 3), rn(rng, 3)), dict(stride=2, padding=1)),
-    Sample((rn(rng, 1, 4, 6), rn(rng, 2, 2, 2)), dict(dilation=2, groups=2)),
-])
-row("conv3d", F.conv3d, ref_conv, lambda rng: [
-    Sample((rn(rng, 1, 2, 3, 3, 3), rn(rng, 2, 2, 2, 2, 2), rn(rng, 2)), dict(padding=1,
-                                                                              stride=2)),
-])
-row("linear", F.linear, lambda x, w, b=None: x @ w.T + (0 if b is None else b), lambda rng: [
-    Sample((rn(rng, 4, 3), rn(rng, 5, 3), rn(rng, 5))),
-    Sample((rn(rng, 2, 3, 4), rn(rng, 2, 4)), desc="batched-nobias"),
-])
+row(
+    "conv1d",
+    F.conv1d,
+    ref_conv,
+    lambda rng: [
+        Sample((rn(rng, 2, 2, 7), rn(rng, 3, 2, 3), rn(rng, 3)), dict(stride=2, padding=1)),
+        Sample((rn(rng, 1, 4, 6), rn(rng, 2, 2, 2)), dict(dilation=2, groups=2)),
+    ],
+)
+row(
+    "conv3d",
+    F.conv3d,
+    ref_conv,
+    lambda rng: [
+        Sample(
+            (rn(rng, 1, 2, 3, 3, 3), rn(rng, 2, 2, 2, 2, 2), rn(rng, 2)), dict(padding=1, stride=2)
+        ),
+    ],
+)
+row(
+    "linear",
+    F.linear,
+    lambda x, w, b=None: x @ w.T + (0 if b is None else b),
+    lambda rng: [
+        Sample((rn(rng, 4, 3), rn(rng, 5, 3), rn(rng, 5))),
+        Sample((rn(rng, 2, 3, 4), rn(rng, 2, 4)), desc="batched-nobias"),
+    ],
+)
 
 # -------------------------------------------------------------------- pooling
-row("max_pool2d", F.max_pool2d, ref_pool, lambda rng: [
-    Sample((distinct(rng, 2, 2, 4, 4), 2), desc="k2"),
-    Sample((distinct(rng, 1, 2, 5, 6), 3), dict(stride=2, padding=1), desc="overlap-pad"),
-    Sample((distinct(rng, 1, 1, 6, 7), (3, 2)), dict(stride=(2, 1), ceil_mode=True),
-           desc="ceil"),
-    Sample((distinct(rng, 1, 2, 6, 6), 2), dict(stride=1, dilation=2), desc="dilation"),
-    Sample((distinct(rng, 2, 5, 5), (3, 3)), dict(stride=2, ceil_mode=True),
-           desc="unbatched"),
-])
-row("max_pool1d", F.max_pool1d, ref_pool, lambda rng: [
-    Sample((distinct(rng, 2, 3, 7), 3), dict(stride=2, padding=1)),
-])
-row("avg_pool2d", F.avg_pool2d,
-    lambda x, *a, **k: ref_pool(x, *a, mode="avg", **k), lambda rng: [
+row(
+    "max_pool2d",
+    F.max_pool2d,
+    ref_pool,
+    lambda rng: [
+        Sample((distinct(rng, 2, 2, 4, 4), 2), desc="k2"),
+        Sample((distinct(rng, 1, 2, 5, 6), 3), dict(stride=2, padding=1), desc="overlap-pad"),
+        Sample(
+            (distinct(rng, 1, 1, 6, 7), (3, 2)), dict(stride=(2, 1), ceil_mode=True), desc="ceil"
+        ),
+        Sample((distinct(rng, 1, 2, 6, 6), 2), dict(stride=1, dilation=2), desc="dilation"),
+        Sample((distinct(rng, 2, 5, 5), (3, 3)), dict(stride=2, ceil_mode=True), desc="unbatched"),
+    ],
+)
+row(
+    "max_pool1d",
+    F.max_pool1d,
+    ref_pool,
+    lambda rng: [
+        Sample((distinct(rng, 2, 3, 7), 3), dict(stride=2, padding=1)),
+    ],
+)
+row(
+    "avg_pool2d",
+    F.avg_pool2d,
+    lambda x, *a, **k: ref_pool(x, *a, mode="avg", **k),
+    lambda rng: [
         Sample((rn(rng, 2, 2, 4, 4), 2), desc="k2"),
         Sample((rn(rng, 1, 2, 5, 6), 3), dict(stride=2, padding=1), desc="overlap-pad"),
-        Sample((rn(rng, 1, 2, 5, 6), 3), dict(stride=2, padding=1, count_include_pad=False),
-               desc="exclude-pad"),
-        Sample((rn(rng, 1, 1, 6, 7), (3, 2)), dict(stride=(2, 1), ceil_mode=True,
-                                                   padding=1), desc="ceil"),
-    ])
-row("avg_pool1d", F.avg_pool1d, lambda x, *a, **k: ref_pool(x, *a, mode="avg", **k),
-    lambda rng: [Sample((rn(rng, 2, 3, 7), 3), dict(stride=2, padding=1))])
+        Sample(
+            (rn(rng, 1, 2, 5, 6), 3),
+            dict(stride=2, padding=1, count_include_pad=False),
+            desc="exclude-pad",
+        ),
+        Sample(
+            (rn(rng, 1, 1, 6, 7), (3, 2)),
+            dict(stride=(2, 1), ceil_mode=True, padding=1),
+            desc="ceil",
+        ),
+    ],
+)
+row(
+    "avg_pool1d",
+    F.avg_pool1d,
+    lambda x, *a, **k: ref_pool(x, *a, mode="avg", **k),
+    lambda rng: [Sample((rn(rng, 2, 3, 7), 3), dict(stride=2, padding=1))],
+)
 
 
 def _ref_adaptive(x, output_size):
@@ -303,96 +360,230 @@ def _ref_adaptive(x, output_size):
     return y
 
 
-row("adaptive_avg_pool2d", F.adaptive_avg_pool2d, _ref_adaptive, lambda rng: [
-    Sample((rn(rng, 2, 2, 5, 7), (3, 2))),
-    Sample((rn(rng, 1, 3, 4, 4), 1), desc="global"),
-])
+row(
+    "adaptive_avg_pool2d",
+    F.adaptive_avg_pool2d,
+    _ref_adaptive,
+    lambda rng: [
+        Sample((rn(rng, 2, 2, 5, 7), (3, 2))),
+        Sample((rn(rng, 1, 3, 4, 4), 1), desc="global"),
+    ],
+)
 
 # -------------------------------------------------------------- activations
-row("softmax", F.softmax, ref_softmax, lambda rng: [
-    Sample((rn(rng, 3, 4), 1)), Sample((rn(rng, 2, 3, 4), 0), desc="dim0"),
-    Sample((rn(rng, 5), -1), desc="1d"), Sample((rn(rng), 0), desc="0d"),
-    Sample((rn(rng, 2, 0), 1), desc="empty")])
-row("log_softmax", F.log_softmax, ref_log_softmax, lambda rng: [
-    Sample((rn(rng, 3, 4), 1)), Sample((rn(rng, 2, 3, 4), -2), desc="mid"),
-    Sample((rn(rng), -1), desc="0d"), Sample((rn(rng, 2, 0), 1), desc="empty")])
-row("gelu", F.gelu, ref_gelu, lambda rng: [
-    Sample((rn(rng, 3, 4) * 2,)), Sample((rn(rng, 3, 4) * 2,), dict(approximate="tanh"),
-                                         desc="tanh")])
+row(
+    "softmax",
+    F.softmax,
+    ref_softmax,
+    lambda rng: [
+        Sample((rn(rng, 3, 4), 1)),
+        Sample((rn(rng, 2, 3, 4), 0), desc="dim0"),
+        Sample((rn(rng, 5), -1), desc="1d"),
+        Sample((rn(rng), 0), desc="0d"),
+        Sample((rn(rng, 2, 0), 1), desc="empty"),
+    ],
+)
+row(
+    "log_softmax",
+    F.log_softmax,
+    ref_log_softmax,
+    lambda rng: [
+        Sample((rn(rng, 3, 4), 1)),
+        Sample((rn(rng, 2, 3, 4), -2), desc="mid"),
+        Sample((rn(rng), -1), desc="0d"),
+        Sample((rn(rng, 2, 0), 1), desc="empty"),
+    ],
+)
+row(
+    "gelu",
+    F.gelu,
+    ref_gelu,
+    lambda rng: [
+        Sample((rn(rng, 3, 4) * 2,)),
+        Sample((rn(rng, 3, 4) * 2,), dict(approximate="tanh"), desc="tanh"),
+    ],
+)
 row("silu", F.silu, lambda x: x / (1 + np.exp(-x)), lambda rng: [Sample((rn(rng, 3, 4),))])
-row("leaky_relu", F.leaky_relu, lambda x, s=0.01: np.where(x > 0, x, s * x), lambda rng: [
-    Sample((away(rng, 3, 4),)), Sample((away(rng, 3, 4), 0.2), desc="slope")])
-row("elu", F.elu, lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
-    lambda rng: [Sample((away(rng, 3, 4) * 3,), dict(alpha=1.5))])
-row("selu", F.selu, lambda x: 1.0507009873554805 * np.where(
-    x > 0, x, 1.6732632423543772 * np.expm1(np.minimum(x, 0))),
-    lambda rng: [Sample((away(rng, 3, 4),))])
-row("softplus", F.softplus, ref_softplus, lambda rng: [
-    Sample((rn(rng, 3, 4) * 3,)),
-    # linear above the threshold: inputs kept away from beta * x == threshold
-    Sample((np.array([[-2.0, 0.3, 1.2], [1.9, 2.6, 4.0]]), 2.0, 3.0), desc="threshold"),
-    Sample((np.array([-1.0, 0.4, 0.7, 3.0]), 1.0, 0.5), desc="low-threshold")])
-row("hardtanh", F.hardtanh, lambda x: np.clip(x, -1, 1), lambda rng: [
-    Sample((distinct(rng, 3, 4, gap=0.05) * 1.5,))])
-row("relu6", F.relu6, lambda x: np.clip(x, 0, 6), lambda rng: [
-    Sample((away(rng, 3, 4) * 3 + 3,))])
-row("logsigmoid", F.logsigmoid, lambda x: -np.logaddexp(0, -x), lambda rng: [
-    Sample((rn(rng, 3, 4) * 4,))])
-row("mish", F.mish, lambda x: x * np.tanh(np.logaddexp(x, 0)), lambda rng: [
-    Sample((rn(rng, 3, 4),))])
+row(
+    "leaky_relu",
+    F.leaky_relu,
+    lambda x, s=0.01: np.where(x > 0, x, s * x),
+    lambda rng: [Sample((away(rng, 3, 4),)), Sample((away(rng, 3, 4), 0.2), desc="slope")],
+)
+row(
+    "elu",
+    F.elu,
+    lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
+    lambda rng: [Sample((away(rng, 3, 4) * 3,), dict(alpha=1.5))],
+)
+row(
+    "selu",
+    F.selu,
+    lambda x: (
+        1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(np.minimum(x, 0)))
+    ),
+    lambda rng: [Sample((away(rng, 3, 4),))],
+)
+row(
+    "softplus",
+    F.softplus,
+    ref_softplus,
+    lambda rng: [
+        Sample((rn(rng, 3, 4) * 3,)),
+        # linear above the threshold: inputs kept away from beta * x == threshold
+        Sample((np.array([[-2.0, 0.3, 1.2], [1.9, 2.6, 4.0]]), 2.0, 3.0), desc="threshold"),
+        Sample((np.array([-1.0, 0.4, 0.7, 3.0]), 1.0, 0.5), desc="low-threshold"),
+    ],
+)
+row(
+    "hardtanh",
+    F.hardtanh,
+    lambda x: np.clip(x, -1, 1),
+    lambda rng: [Sample((distinct(rng, 3, 4, gap=0.05) * 1.5,))],
+)
+row("relu6", F.relu6, lambda x: np.clip(x, 0, 6), lambda rng: [Sample((away(rng, 3, 4) * 3 + 3,))])
+row(
+    "logsigmoid",
+    F.logsigmoid,
+    lambda x: -np.logaddexp(0, -x),
+    lambda rng: [Sample((rn(rng, 3, 4) * 4,))],
+)
+row(
+    "mish",
+    F.mish,
+    lambda x: x * np.tanh(np.logaddexp(x, 0)),
+    lambda rng: [Sample((rn(rng, 3, 4),))],
+)
 
 # ------------------------------------------------------ norm, dropout, misc
-row("batch_norm", F.batch_norm, ref_batch_norm, lambda rng: [
-    Sample((rn(rng, 4, 3), None, None, rn(rng, 3), rn(rng, 3)), dict(training=True),
-           desc="train-1d"),
-    Sample((rn(rng, 2, 3, 2, 3), rn(rng, 3), np.abs(rn(rng, 3)) + 0.5, rn(rng, 3),
-            rn(rng, 3)), dict(training=True), diff=(0, 3, 4), desc="train-2d-running"),
-    Sample((rn(rng, 2, 3, 2, 2), rn(rng, 3), np.abs(rn(rng, 3)) + 0.5, rn(rng, 3)),
-           dict(training=False), diff=(0, 3), desc="eval"),
-])
-row("layer_norm", F.layer_norm, ref_layer_norm, lambda rng: [
-    Sample((rn(rng, 3, 5), (5,), rn(rng, 5), rn(rng, 5))),
-    Sample((rn(rng, 2, 3, 4), (3, 4)), desc="2d-noaffine"),
-])
-row("group_norm", F.group_norm, ref_group_norm, lambda rng: [
-    Sample((rn(rng, 2, 4, 3), 2, rn(rng, 4), rn(rng, 4)))])
-row("normalize", F.normalize, lambda x, p=2.0, dim=1: x / np.maximum(
-    np.linalg.norm(x, axis=dim, keepdims=True), 1e-12), lambda rng: [Sample((rn(rng, 3, 4),))])
-row("dropout", F.dropout, None, lambda rng: [
-    Sample((rn(rng, 4, 5), 0.4)), Sample((rn(rng, 2, 3, 2, 2), 0.5), desc="channels")],
-    random=True)
-row("dropout_eval", lambda x: F.dropout(x, 0.5, training=False), lambda x: x,
-    lambda rng: [Sample((rn(rng, 3, 4),))])
-row("embedding", F.embedding, lambda i, w, padding_idx=None: w[i], lambda rng: [
-    Sample((rng.integers(0, 5, (2, 3)), rn(rng, 5, 4))),
-])
+row(
+    "batch_norm",
+    F.batch_norm,
+    ref_batch_norm,
+    lambda rng: [
+        Sample(
+            (rn(rng, 4, 3), None, None, rn(rng, 3), rn(rng, 3)),
+            dict(training=True),
+            desc="train-1d",
+        ),
+        Sample(
+            (rn(rng, 2, 3, 2, 3), rn(rng, 3), np.abs(rn(rng, 3)) + 0.5, rn(rng, 3), rn(rng, 3)),
+            dict(training=True),
+            diff=(0, 3, 4),
+            desc="train-2d-running",
+        ),
+        Sample(
+            (rn(rng, 2, 3, 2, 2), rn(rng, 3), np.abs(rn(rng, 3)) + 0.5, rn(rng, 3)),
+            dict(training=False),
+            diff=(0, 3),
+            desc="eval",
+        ),
+    ],
+)
+row(
+    "layer_norm",
+    F.layer_norm,
+    ref_layer_norm,
+    lambda rng: [
+        Sample((rn(rng, 3, 5), (5,), rn(rng, 5), rn(rng, 5))),
+        Sample((rn(rng, 2, 3, 4), (3, 4)), desc="2d-noaffine"),
+    ],
+)
+row(
+    "group_norm",
+    F.group_norm,
+    ref_group_norm,
+    lambda rng: [Sample((rn(rng, 2, 4, 3), 2, rn(rng, 4), rn(rng, 4)))],
+)
+row(
+    "normalize",
+    F.normalize,
+    lambda x, p=2.0, dim=1: x / np.maximum(np.linalg.norm(x, axis=dim, keepdims=True), 1e-12),
+    lambda rng: [Sample((rn(rng, 3, 4),))],
+)
+row(
+    "dropout",
+    F.dropout,
+    None,
+    lambda rng: [Sample((rn(rng, 4, 5), 0.4)), Sample((rn(rng, 2, 3, 2, 2), 0.5), desc="channels")],
+    random=True,
+)
+row(
+    "dropout_eval",
+    lambda x: F.dropout(x, 0.5, training=False),
+    lambda x: x,
+    lambda rng: [Sample((rn(rng, 3, 4),))],
+)
+row(
+    "embedding",
+    F.embedding,
+    lambda i, w, padding_idx=None: w[i],
+    lambda rng: [
+        Sample((rng.integers(0, 5, (2, 3)), rn(rng, 5, 4))),
+    ],
+)
 # padding_idx: the padding row gets no gradient, so compare on outputs masked alike
 # (the zero gradient itself is checked in tests/layers/test_functional.py)
-row("embedding_padding_idx",
+row(
+    "embedding_padding_idx",
     lambda i, w: F.embedding(i, w, padding_idx=2) * (i != 2).unsqueeze(-1).to(w.dtype),
-    lambda i, w: w[i] * (i != 2)[..., None], lambda rng: [
-        Sample((np.array([0, 2, 2, 4, 1]), rn(rng, 5, 3)))])
-row("pad", F.pad, ref_pad, lambda rng: [
-    Sample((rn(rng, 2, 3, 4), (1, 2)), desc="last"),
-    Sample((rn(rng, 1, 2, 3, 4), (1, 0, 2, 1)), dict(value=0.5), desc="2d-value"),
-    Sample((rn(rng, 1, 2, 3, 4), (2, 1, 1, 2)), dict(mode="reflect"), desc="reflect"),
-    Sample((rn(rng, 1, 2, 3, 4), (2, 1, 1, 2)), dict(mode="replicate"), desc="replicate"),
-    Sample((rn(rng, 2, 3, 4), (1, 3)), dict(mode="circular"), desc="circular"),
-])
-row("pad_crop", lambda x: F.pad(x, (-1, 2, 1, -1)), lambda x: np.pad(
-    x[..., :-1, 1:], [(0, 0), (1, 0), (0, 2)]), lambda rng: [Sample((rn(rng, 2, 3, 4),))])
+    lambda i, w: w[i] * (i != 2)[..., None],
+    lambda rng: [Sample((np.array([0, 2, 2, 4, 1]), rn(rng, 5, 3)))],
+)
+row(
+    "pad",
+    F.pad,
+    ref_pad,
+    lambda rng: [
+        Sample((rn(rng, 2, 3, 4), (1, 2)), desc="last"),
+        Sample((rn(rng, 1, 2, 3, 4), (1, 0, 2, 1)), dict(value=0.5), desc="2d-value"),
+        Sample((rn(rng, 1, 2, 3, 4), (2, 1, 1, 2)), dict(mode="reflect"), desc="reflect"),
+        Sample((rn(rng, 1, 2, 3, 4), (2, 1, 1, 2)), dict(mode="replicate"), desc="replicate"),
+        Sample((rn(rng, 2, 3, 4), (1, 3)), dict(mode="circular"), desc="circular"),
+    ],
+)
+row(
+    "pad_crop",
+    lambda x: F.pad(x, (-1, 2, 1, -1)),
+    lambda x: np.pad(x[..., :-1, 1:], [(0, 0), (1, 0), (0, 2)]),
+    lambda rng: [Sample((rn(rng, 2, 3, 4),))],
+)
 
 # ------------------------------------------------------------------ attention
-row("scaled_dot_product_attention", F.scaled_dot_product_attention, ref_sdpa, lambda rng: [
-    Sample((rn(rng, 2, 3, 4), rn(rng, 2, 5, 4), rn(rng, 2, 5, 3)), desc="plain"),
-    Sample((rn(rng, 1, 2, 3, 4), rn(rng, 1, 2, 3, 4), rn(rng, 1, 2, 3, 2)),
-           dict(is_causal=True), desc="causal"),
-    Sample((rn(rng, 2, 3, 4), rn(rng, 2, 4, 4), rn(rng, 2, 4, 2),
-            np.array([[True, False, True, True], [True, True, False, True],
-                      [False, True, True, True]])), desc="bool-mask"),
-    Sample((rn(rng, 2, 3, 4), rn(rng, 2, 4, 4), rn(rng, 2, 4, 2), rn(rng, 3, 4)),
-           dict(scale=0.3), diff=(0, 1, 2), desc="float-mask-scale"),
-])
+row(
+    "scaled_dot_product_attention",
+    F.scaled_dot_product_attention,
+    ref_sdpa,
+    lambda rng: [
+        Sample((rn(rng, 2, 3, 4), rn(rng, 2, 5, 4), rn(rng, 2, 5, 3)), desc="plain"),
+        Sample(
+            (rn(rng, 1, 2, 3, 4), rn(rng, 1, 2, 3, 4), rn(rng, 1, 2, 3, 2)),
+            dict(is_causal=True),
+            desc="causal",
+        ),
+        Sample(
+            (
+                rn(rng, 2, 3, 4),
+                rn(rng, 2, 4, 4),
+                rn(rng, 2, 4, 2),
+                np.array(
+                    [
+                        [True, False, True, True],
+                        [True, True, False, True],
+                        [False, True, True, True],
+                    ]
+                ),
+            ),
+            desc="bool-mask",
+        ),
+        Sample(
+            (rn(rng, 2, 3, 4), rn(rng, 2, 4, 4), rn(rng, 2, 4, 2), rn(rng, 3, 4)),
+            dict(scale=0.3),
+            diff=(0, 1, 2),
+            desc="float-mask-scale",
+        ),
+    ],
+)
 
 # --------------------------------------------------------------------- losses
 _RED = ("mean", "sum", "none")
@@ -401,33 +592,66 @@ _RED = ("mean", "sum", "none")
 def _ce_samples(rng):
     return [
         Sample((rn(rng, 4, 5), np.array([1, 0, 4, 2])), desc="mean"),
-        Sample((rn(rng, 4, 5), np.array([1, -100, 4, 2]), rng.uniform(0.5, 2, 5)),
-               dict(reduction="mean"), diff=(0,), desc="weight-ignore"),
-        Sample((rn(rng, 3, 4), np.array([3, 0, 1])), dict(reduction="none",
-                                                         label_smoothing=0.2), desc="smooth"),
-        Sample((rn(rng, 3, 4), np.array([3, 7, 1]), rng.uniform(0.5, 2, 4)),
-               dict(ignore_index=7, label_smoothing=0.1), diff=(0,), desc="smooth-weight"),
-        Sample((rn(rng, 2, 3, 2, 2), rng.integers(0, 3, (2, 2, 2))), dict(reduction="sum"),
-               desc="spatial"),
-        Sample((rn(rng, 3, 4), ref_softmax(rn(rng, 3, 4), 1)), dict(label_smoothing=0.1),
-               desc="probs"),
+        Sample(
+            (rn(rng, 4, 5), np.array([1, -100, 4, 2]), rng.uniform(0.5, 2, 5)),
+            dict(reduction="mean"),
+            diff=(0,),
+            desc="weight-ignore",
+        ),
+        Sample(
+            (rn(rng, 3, 4), np.array([3, 0, 1])),
+            dict(reduction="none", label_smoothing=0.2),
+            desc="smooth",
+        ),
+        Sample(
+            (rn(rng, 3, 4), np.array([3, 7, 1]), rng.uniform(0.5, 2, 4)),
+            dict(ignore_index=7, label_smoothing=0.1),
+            diff=(0,),
+            desc="smooth-weight",
+        ),
+        Sample(
+            (rn(rng, 2, 3, 2, 2), rng.integers(0, 3, (2, 2, 2))),
+            dict(reduction="sum"),
+            desc="spatial",
+        ),
+        Sample(
+            (rn(rng, 3, 4), ref_softmax(rn(rng, 3, 4), 1)), dict(label_smoothing=0.1), desc="probs"
+        ),
         Sample((rn(rng, 5), np.array(2)), desc="unbatched"),
     ]
 
 
 row("cross_entropy", F.cross_entropy, ref_cross_entropy, _ce_samples)
-row("nll_loss", F.nll_loss, ref_nll, lambda rng: [
-    Sample((ref_log_softmax(rn(rng, 4, 3), 1), np.array([0, 2, -100, 1]), rng.uniform(0.5, 2, 3)),
-           diff=(0,), desc="weight-ignore"),
-    Sample((rn(rng, 2, 3, 4), rng.integers(0, 3, (2, 4))), dict(reduction="none"),
-           desc="none-spatial"),
-])
+row(
+    "nll_loss",
+    F.nll_loss,
+    ref_nll,
+    lambda rng: [
+        Sample(
+            (ref_log_softmax(rn(rng, 4, 3), 1), np.array([0, 2, -100, 1]), rng.uniform(0.5, 2, 3)),
+            diff=(0,),
+            desc="weight-ignore",
+        ),
+        Sample(
+            (rn(rng, 2, 3, 4), rng.integers(0, 3, (2, 4))),
+            dict(reduction="none"),
+            desc="none-spatial",
+        ),
+    ],
+)
 for _name, _ref in (
-        ("mse_loss", lambda x, y, reduction="mean": _reduce((x - y) ** 2, reduction)),
-        ("l1_loss", lambda x, y, reduction="mean": _reduce(np.abs(x - y), reduction))):
-    row(_name, getattr(F, _name), _ref, lambda rng: [
-        Sample((away(rng, 3, 4), np.zeros((3, 4)) + 0.0), dict(reduction=r), desc=r)
-        for r in _RED])
+    ("mse_loss", lambda x, y, reduction="mean": _reduce((x - y) ** 2, reduction)),
+    ("l1_loss", lambda x, y, reduction="mean": _reduce(np.abs(x - y), reduction)),
+):
+    row(
+        _name,
+        getattr(F, _name),
+        _ref,
+        lambda rng: [
+            Sample((away(rng, 3, 4), np.zeros((3, 4)) + 0.0), dict(reduction=r), desc=r)
+            for r in _RED
+        ],
+    )
 
 
 def _ref_huber(x, y, reduction="mean", delta=1.0):
@@ -446,12 +670,26 @@ def _kinked(rng, *shape, at=1.0):
     return np.where(np.abs(np.abs(x) - at) < 0.1, x * 1.3, x)
 
 
-row("huber_loss", F.huber_loss, _ref_huber, lambda rng: [
-    Sample((_kinked(rng, 3, 4, at=0.7), np.zeros((3, 4))), dict(delta=0.7)),
-    Sample((_kinked(rng, 3, 4), rn(rng, 3, 4) * 0.01), dict(reduction="none"), diff=(0,),
-           desc="none")])
-row("smooth_l1_loss", F.smooth_l1_loss, _ref_smooth_l1, lambda rng: [
-    Sample((_kinked(rng, 3, 4, at=0.5), np.zeros((3, 4))), dict(beta=0.5))])
+row(
+    "huber_loss",
+    F.huber_loss,
+    _ref_huber,
+    lambda rng: [
+        Sample((_kinked(rng, 3, 4, at=0.7), np.zeros((3, 4))), dict(delta=0.7)),
+        Sample(
+            (_kinked(rng, 3, 4), rn(rng, 3, 4) * 0.01),
+            dict(reduction="none"),
+            diff=(0,),
+            desc="none",
+        ),
+    ],
+)
+row(
+    "smooth_l1_loss",
+    F.smooth_l1_loss,
+    _ref_smooth_l1,
+    lambda rng: [Sample((_kinked(rng, 3, 4, at=0.5), np.zeros((3, 4))), dict(beta=0.5))],
+)
 
 
 def _ref_bce(x, y, weight=None, reduction="mean"):
@@ -465,22 +703,60 @@ def _ref_bce_logits(x, y, weight=None, reduction="mean", pos_weight=None):
     return _reduce(loss * (1 if weight is None else weight), reduction)
 
 
-row("binary_cross_entropy", F.binary_cross_entropy, _ref_bce, lambda rng: [
-    Sample((rng.uniform(0.05, 0.95, (3, 4)), rng.uniform(0, 1, (3, 4)))),
-    Sample((rng.uniform(0.05, 0.95, (3, 4)), rng.uniform(0, 1, (3, 4)),
-            rng.uniform(0.5, 2, (3, 4))), dict(reduction="sum"), desc="weight"),
-])
-row("binary_cross_entropy_with_logits", F.binary_cross_entropy_with_logits, _ref_bce_logits,
+row(
+    "binary_cross_entropy",
+    F.binary_cross_entropy,
+    _ref_bce,
+    lambda rng: [
+        Sample((rng.uniform(0.05, 0.95, (3, 4)), rng.uniform(0, 1, (3, 4)))),
+        Sample(
+            (
+                rng.uniform(0.05, 0.95, (3, 4)),
+                rng.uniform(0, 1, (3, 4)),
+                rng.uniform(0.5, 2, (3, 4)),
+            ),
+            dict(reduction="sum"),
+            desc="weight",
+        ),
+    ],
+)
+row(
+    "binary_cross_entropy_with_logits",
+    F.binary_cross_entropy_with_logits,
+    _ref_bce_logits,
     lambda rng: [
         Sample((rn(rng, 3, 4) * 3, rng.uniform(0, 1, (3, 4)))),
-        Sample((rn(rng, 3, 4), rng.uniform(0, 1, (3, 4)), rng.uniform(0.5, 2, (3, 4)),
-                "none", np.array([1.0, 2.0, 0.5, 3.0])), diff=(0, 1), desc="weights"),
-    ])
-row("kl_div", F.kl_div, lambda x, t, reduction="mean": _reduce(
-    np.where(t > 0, t * np.log(np.where(t > 0, t, 1)), 0) - t * x, reduction)
-    if reduction != "batchmean" else (t * (np.log(t) - x)).sum() / x.shape[0], lambda rng: [
-        Sample((ref_log_softmax(rn(rng, 3, 4), 1), ref_softmax(rn(rng, 3, 4), 1)),
-               dict(reduction="batchmean")),
-        Sample((rn(rng, 3, 4), np.array([[0.0, 0.5, 0.5, 0.0]] * 3)), dict(reduction="sum"),
-               diff=(0,), desc="zeros"),
-    ])
+        Sample(
+            (
+                rn(rng, 3, 4),
+                rng.uniform(0, 1, (3, 4)),
+                rng.uniform(0.5, 2, (3, 4)),
+                "none",
+                np.array([1.0, 2.0, 0.5, 3.0]),
+            ),
+            diff=(0, 1),
+            desc="weights",
+        ),
+    ],
+)
+row(
+    "kl_div",
+    F.kl_div,
+    lambda x, t, reduction="mean": (
+        _reduce(np.where(t > 0, t * np.log(np.where(t > 0, t, 1)), 0) - t * x, reduction)
+        if reduction != "batchmean"
+        else (t * (np.log(t) - x)).sum() / x.shape[0]
+    ),
+    lambda rng: [
+        Sample(
+            (ref_log_softmax(rn(rng, 3, 4), 1), ref_softmax(rn(rng, 3, 4), 1)),
+            dict(reduction="batchmean"),
+        ),
+        Sample(
+            (rn(rng, 3, 4), np.array([[0.0, 0.5, 0.5, 0.0]] * 3)),
+            dict(reduction="sum"),
+            diff=(0,),
+            desc="zeros",
+        ),
+    ],
+)

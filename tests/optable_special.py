@@ -27,24 +27,29 @@ def row(name, fn, ref, samples, **kw):
 def uni(lo, hi):
     def gen(rng, *shape):
         return np.asarray(rng.uniform(lo, hi, shape))
+
     return gen
 
 
 def off(*kinks, gap=0.15, scale=2.5):
     """Normal draws (times ``scale``) at least ``gap`` away from every kink."""
+
     def gen(rng, *shape):
         x = np.asarray(rng.standard_normal(shape) * scale)
         for k in kinks:
             near = np.abs(x - k) < gap
             x = np.where(near, k + np.where(x >= k, gap, -gap) * 2, x)
         return np.asarray(x)
+
     return gen
 
 
 def pairs(gen_a=rn, gen_b=rn):
     """``binary_samples`` without the Python-scalar operand (torch wants two tensors)."""
+
     def samples(rng):
         return binary_samples(gen_a, gen_b)(rng)[:-1]
+
     return samples
 
 
@@ -67,8 +72,12 @@ row("hypot", nnkit.hypot, np.hypot, pairs(away, away))
 # ------------------------------------------------------------ special functions
 row("erfc", nnkit.erfc, _vec(math.erfc), unary_samples())
 row("erfinv", nnkit.erfinv, None, unary_samples(uni(-0.8, 0.8)))
-row("erfinv_roundtrip", lambda x: nnkit.erf(nnkit.erfinv(x)), lambda x: x,
-    unary_samples(uni(-0.9, 0.9)))
+row(
+    "erfinv_roundtrip",
+    lambda x: nnkit.erf(nnkit.erfinv(x)),
+    lambda x: x,
+    unary_samples(uni(-0.9, 0.9)),
+)
 row("lgamma", nnkit.lgamma, _vec(math.lgamma), unary_samples(pos))
 row("lgamma_negative", nnkit.lgamma, _vec(math.lgamma), unary_samples(uni(-2.8, -2.2)))
 row("digamma", nnkit.digamma, None, unary_samples(pos), gradgrad=False)
@@ -82,8 +91,10 @@ def _logit_ref(x, eps=None):
 
 
 def _logit_eps_samples(rng):
-    return [Sample((np.array([0.03, 0.3, 0.55, 0.97]),), {"eps": 0.1}, desc="eps-outside"),
-            Sample((uni(0.2, 0.8)(rng, 2, 3),), {"eps": 1e-6}, desc="eps-inside")]
+    return [
+        Sample((np.array([0.03, 0.3, 0.55, 0.97]),), {"eps": 0.1}, desc="eps-outside"),
+        Sample((uni(0.2, 0.8)(rng, 2, 3),), {"eps": 1e-6}, desc="eps-inside"),
+    ]
 
 
 row("logit", nnkit.logit, _logit_ref, unary_samples(uni(0.1, 0.9)))
@@ -99,32 +110,56 @@ def _xlogy_samples(rng):
     zeros[0, 1] = 0.0
     return binary_samples(rn, pos)(rng) + [
         Sample((zeros, pos(rng, 2, 3)), desc="zeros"),
-        Sample((1.5, pos(rng, 2, 3)), desc="scalar-input")]
+        Sample((1.5, pos(rng, 2, 3)), desc="scalar-input"),
+    ]
 
 
 row("xlogy", nnkit.xlogy, _xlogy_ref, _xlogy_samples)
 row("logaddexp", nnkit.logaddexp, np.logaddexp, pairs())
-row("logaddexp_far", nnkit.logaddexp, np.logaddexp,
-    lambda rng: [Sample((rn(rng, 2, 3) * 40, rn(rng, 2, 3) * 40), desc="far")])
+row(
+    "logaddexp_far",
+    nnkit.logaddexp,
+    np.logaddexp,
+    lambda rng: [Sample((rn(rng, 2, 3) * 40, rn(rng, 2, 3) * 40), desc="far")],
+)
 
 # -------------------------------------------------------------------- piecewise
 row("frac", nnkit.frac, lambda x: x - np.trunc(x), unary_samples(off(-2, -1, 0, 1, 2)))
-row("clamp_min", lambda x: nnkit.clamp_min(x, 0.3), lambda x: np.maximum(x, 0.3),
-    unary_samples(off(0.3)))
-row("clamp_max", lambda x: nnkit.clamp_max(x, -0.2), lambda x: np.minimum(x, -0.2),
-    unary_samples(off(-0.2)))
-row("clamp_min_tensor", nnkit.clamp_min, np.maximum,
-    lambda rng: [Sample((off(0.0)(rng, 2, 3), np.zeros(3)), desc="bcast")])
+row(
+    "clamp_min",
+    lambda x: nnkit.clamp_min(x, 0.3),
+    lambda x: np.maximum(x, 0.3),
+    unary_samples(off(0.3)),
+)
+row(
+    "clamp_max",
+    lambda x: nnkit.clamp_max(x, -0.2),
+    lambda x: np.minimum(x, -0.2),
+    unary_samples(off(-0.2)),
+)
+row(
+    "clamp_min_tensor",
+    nnkit.clamp_min,
+    np.maximum,
+    lambda rng: [Sample((off(0.0)(rng, 2, 3), np.zeros(3)), desc="bcast")],
+)
 row("nan_to_num", nnkit.nan_to_num, np.nan_to_num, unary_samples())
-row("nan_to_num_kw", lambda x: nnkit.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
-    lambda x: np.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0), unary_samples())
+row(
+    "nan_to_num_kw",
+    lambda x: nnkit.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
+    lambda x: np.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
+    unary_samples(),
+)
 
 
 def _isclose_samples(rng):
     a = rn(rng, 2, 3)
     b = a + np.array([0.0, 1e-3, 0.1])
-    return [Sample((a, b), desc="near"), Sample((a, b), {"atol": 1e-2}, desc="atol"),
-            Sample((a[:1], b), {"rtol": 0.0, "atol": 0.0}, desc="bcast-exact")]
+    return [
+        Sample((a, b), desc="near"),
+        Sample((a, b), {"atol": 1e-2}, desc="atol"),
+        Sample((a[:1], b), {"rtol": 0.0, "atol": 0.0}, desc="bcast-exact"),
+    ]
 
 
 row("isclose", nnkit.isclose, np.isclose, _isclose_samples, differentiable=False)
@@ -140,10 +175,16 @@ def _glu_ref(x, dim=-1):
     return a / (1 + np.exp(-b))
 
 
-row("glu", F.glu, _glu_ref, lambda rng: [
-    Sample((rn(rng, 2, 4),), desc="last"),
-    Sample((rn(rng, 4, 3),), {"dim": 0}, desc="dim0"),
-    Sample((rn(rng, 2, 6, 2),), {"dim": 1}, desc="3d")])
+row(
+    "glu",
+    F.glu,
+    _glu_ref,
+    lambda rng: [
+        Sample((rn(rng, 2, 4),), desc="last"),
+        Sample((rn(rng, 4, 3),), {"dim": 0}, desc="dim0"),
+        Sample((rn(rng, 2, 6, 2),), {"dim": 1}, desc="3d"),
+    ],
+)
 
 
 def _prelu_ref(x, w):
@@ -154,11 +195,17 @@ def _prelu_ref(x, w):
     return np.where(x > 0, x, w * x)
 
 
-row("prelu", F.prelu, _prelu_ref, lambda rng: [
-    Sample((away(rng, 2, 3, 4), uni(0.1, 0.5)(rng, 3)), desc="channels"),
-    Sample((away(rng, 2, 3), uni(0.1, 0.5)(rng, 1)), desc="shared"),
-    Sample((away(rng), uni(0.1, 0.5)(rng, 1)), desc="0d"),
-    Sample((away(rng, 4, 2, 3, 3), uni(0.1, 0.5)(rng, 2)), desc="4d")])
+row(
+    "prelu",
+    F.prelu,
+    _prelu_ref,
+    lambda rng: [
+        Sample((away(rng, 2, 3, 4), uni(0.1, 0.5)(rng, 3)), desc="channels"),
+        Sample((away(rng, 2, 3), uni(0.1, 0.5)(rng, 1)), desc="shared"),
+        Sample((away(rng), uni(0.1, 0.5)(rng, 1)), desc="0d"),
+        Sample((away(rng, 4, 2, 3, 3), uni(0.1, 0.5)(rng, 2)), desc="4d"),
+    ],
+)
 
 
 def _celu_ref(x, alpha=1.0):
@@ -166,17 +213,31 @@ def _celu_ref(x, alpha=1.0):
 
 
 row("celu", F.celu, _celu_ref, unary_samples(away))
-row("celu_alpha", lambda x: F.celu(x, alpha=0.5), lambda x: _celu_ref(x, 0.5),
-    unary_samples(away))
+row("celu_alpha", lambda x: F.celu(x, alpha=0.5), lambda x: _celu_ref(x, 0.5), unary_samples(away))
 row("softsign", F.softsign, lambda x: x / (1 + np.abs(x)), unary_samples(away))
-row("threshold", lambda x: F.threshold(x, 0.1, 20.0), lambda x: np.where(x <= 0.1, 20.0, x),
-    unary_samples(off(0.1)))
+row(
+    "threshold",
+    lambda x: F.threshold(x, 0.1, 20.0),
+    lambda x: np.where(x <= 0.1, 20.0, x),
+    unary_samples(off(0.1)),
+)
 _KINKS05 = off(-0.5, 0.5, gap=0.1, scale=1.0)
-row("hardshrink", F.hardshrink, lambda x: np.where(np.abs(x) <= 0.5, 0.0, x),
-    unary_samples(_KINKS05))
-row("softshrink", F.softshrink,
-    lambda x: np.where(np.abs(x) <= 0.5, 0.0, x - np.sign(x) * 0.5), unary_samples(_KINKS05))
-row("softshrink_lambd", lambda x: F.softshrink(x, lambd=1.0),
+row(
+    "hardshrink",
+    F.hardshrink,
+    lambda x: np.where(np.abs(x) <= 0.5, 0.0, x),
+    unary_samples(_KINKS05),
+)
+row(
+    "softshrink",
+    F.softshrink,
+    lambda x: np.where(np.abs(x) <= 0.5, 0.0, x - np.sign(x) * 0.5),
+    unary_samples(_KINKS05),
+)
+row(
+    "softshrink_lambd",
+    lambda x: F.softshrink(x, lambd=1.0),
     lambda x: np.where(np.abs(x) <= 1.0, 0.0, x - np.sign(x) * 1.0),
-    unary_samples(off(-1.0, 1.0, gap=0.1)))
+    unary_samples(off(-1.0, 1.0, gap=0.1)),
+)
 row("tanhshrink", F.tanhshrink, lambda x: x - np.tanh(x), unary_samples())

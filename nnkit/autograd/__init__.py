@@ -19,10 +19,27 @@ from nnkit.autograd.tensor import Tensor, _install_methods
 
 _install_methods()
 
-__all__ = ["Tensor", "Function", "Node", "ShapeError", "backward", "grad", "no_grad",
-           "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "gradcheck",
-           "gradgradcheck", "graph", "checkpoint", "checkpoint_sequential"]
+__all__ = [
+    "Tensor",
+    "Function",
+    "Node",
+    "ShapeError",
+    "backward",
+    "grad",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "inference_mode",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "gradcheck",
+    "gradgradcheck",
+    "graph",
+    "checkpoint",
+    "checkpoint_sequential",
+]
 
 
 def _as_list(x):
@@ -48,8 +65,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     run_backward(tensors, grads, retain_graph, create_graph, _as_list(inputs))
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
+def grad(
+    outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False
+):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
     Args:
@@ -74,5 +92,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     gos = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     if len(gos) != len(outs):
         raise ValueError(f"grad: got {len(gos)} grad_outputs for {len(outs)} outputs")
-    return run_backward(outs, gos, retain_graph, create_graph, ins, capture=True,
-                        allow_unused=allow_unused)
+    return run_backward(
+        outs, gos, retain_graph, create_graph, ins, capture=True, allow_unused=allow_unused
+    )

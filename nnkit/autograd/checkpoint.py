@@ -20,8 +20,9 @@ from nnkit.random import get_rng_state, set_rng_state
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
 
-def checkpoint(function, *args, use_reentrant: bool = False, preserve_rng_state: bool = True,
-               **kwargs):
+def checkpoint(
+    function, *args, use_reentrant: bool = False, preserve_rng_state: bool = True, **kwargs
+):
     """Run ``function(*args, **kwargs)`` keeping no intermediate activations for backward.
 
     The result is the same as calling ``function`` directly, and so are the gradients;
@@ -78,13 +79,15 @@ def checkpoint(function, *args, use_reentrant: bool = False, preserve_rng_state:
 
     anchor = empty(0, requires_grad=True)  # gives the segment's node an edge to hang on
     pre = tuple(o.detach() for o in outs)
-    res = Checkpoint.apply(function, kwargs, rng, pre if isinstance(out, tuple) else pre[0],
-                            anchor, *args)
+    res = Checkpoint.apply(
+        function, kwargs, rng, pre if isinstance(out, tuple) else pre[0], anchor, *args
+    )
     return res
 
 
-def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool = False,
-                          preserve_rng_state: bool = True):
+def checkpoint_sequential(
+    functions, segments: int, input, use_reentrant: bool = False, preserve_rng_state: bool = True
+):
     """Run ``functions`` (a sequence of callables, or a Sequential) one after another,
     checkpointing them in ``segments`` consecutive groups.
 
@@ -110,8 +113,12 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool =
         return segment
 
     for start in range(0, len(fns), size):
-        input = checkpoint(run(fns[start:start + size]), input, use_reentrant=use_reentrant,
-                           preserve_rng_state=preserve_rng_state)
+        input = checkpoint(
+            run(fns[start : start + size]),
+            input,
+            use_reentrant=use_reentrant,
+            preserve_rng_state=preserve_rng_state,
+        )
     return input
 
 
@@ -120,8 +127,10 @@ def _discard(tensor):
 
 
 def _discarded(packed):
-    raise RuntimeError("checkpoint: a tensor saved during the probing forward was used in "
-                       "backward (this is a bug in nnkit)")
+    raise RuntimeError(
+        "checkpoint: a tensor saved during the probing forward was used in "
+        "backward (this is a bug in nnkit)"
+    )
 
 
 def _as_outputs(out) -> tuple:
@@ -130,8 +139,10 @@ def _as_outputs(out) -> tuple:
     outs = out if isinstance(out, tuple) else (out,)
     for o in outs:
         if not isinstance(o, Tensor):
-            raise TypeError(f"checkpoint: the checkpointed function must return a Tensor or "
-                            f"a tuple of Tensors, got {type(o).__name__}")
+            raise TypeError(
+                f"checkpoint: the checkpointed function must return a Tensor or "
+                f"a tuple of Tensors, got {type(o).__name__}"
+            )
     return outs
 
 
@@ -197,6 +208,8 @@ def _recompute(ctx, args) -> tuple:
             set_rng_state(restore)
     outs = _as_outputs(out)
     if len(outs) != ctx.n_out:
-        raise RuntimeError(f"checkpoint: the recomputation returned {len(outs)} outputs, the "
-                           f"forward returned {ctx.n_out}")
+        raise RuntimeError(
+            f"checkpoint: the recomputation returned {len(outs)} outputs, the "
+            f"forward returned {ctx.n_out}"
+        )
     return outs

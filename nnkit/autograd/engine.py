@@ -28,13 +28,15 @@ def _root_grads(tensors, grads):
     out = []
     for k, (t, g) in enumerate(zip(tensors, grads)):
         if not t._impl.requires_grad:
-            raise RuntimeError(f"element {k} of tensors does not require grad and does not "
-                               "have a grad_fn")
+            raise RuntimeError(
+                f"element {k} of tensors does not require grad and does not have a grad_fn"
+            )
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError(
                     "grad can be implicitly created only for scalar outputs; got a tensor "
-                    f"of shape {list(t.shape)}: pass gradient= to backward()")
+                    f"of shape {list(t.shape)}: pass gradient= to backward()"
+                )
             out.append(ones_like(t))  # fresh: nobody else sees it
             continue
         if not isinstance(g, Tensor):
@@ -42,11 +44,14 @@ def _root_grads(tensors, grads):
 
             g = tensor(g, dtype=t.dtype, device=t.device)
         if tuple(g.shape) != tuple(t.shape):
-            raise RuntimeError(f"backward: gradient of shape {list(g.shape)} does not match "
-                               f"the tensor's shape {list(t.shape)}")
+            raise RuntimeError(
+                f"backward: gradient of shape {list(g.shape)} does not match "
+                f"the tensor's shape {list(t.shape)}"
+            )
         if g.device != t.device:
-            raise RuntimeError(f"backward: gradient on {g.device} for a tensor on {t.device}; "
-                               "move it with .to()")
+            raise RuntimeError(
+                f"backward: gradient on {g.device} for a tensor on {t.device}; move it with .to()"
+            )
         out.append(Tensor._wrap_shared(g))  # the caller keeps g: never steal its memory
     return out
 
@@ -67,8 +72,15 @@ def _count_dependencies(roots) -> dict:
     return deps
 
 
-def run_backward(tensors, grad_tensors, retain_graph=None, create_graph=False, inputs=None,
-                 capture=False, allow_unused=False):
+def run_backward(
+    tensors,
+    grad_tensors,
+    retain_graph=None,
+    create_graph=False,
+    inputs=None,
+    capture=False,
+    allow_unused=False,
+):
     """Backpropagate from ``tensors``.
 
     Args:
@@ -106,8 +118,10 @@ def run_backward(tensors, grad_tensors, retain_graph=None, create_graph=False, i
     if capture:
         for k, r in enumerate(results):
             if r is None and not allow_unused:
-                raise RuntimeError(f"One of the differentiated tensors (input {k}) appears "
-                                   "not to have been used in the graph; pass allow_unused=True")
+                raise RuntimeError(
+                    f"One of the differentiated tensors (input {k}) appears "
+                    "not to have been used in the graph; pass allow_unused=True"
+                )
         return tuple(results)
     return None
 
@@ -164,8 +178,10 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
             out = _call_node(node, buf, anomaly) if any(g is not None for g in buf) else ()
         del buf
         if out and len(out) != len(nexts):
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
-                               f"gradients (expected {len(nexts)}, got {len(out)})")
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of "
+                f"gradients (expected {len(nexts)}, got {len(out)})"
+            )
         if not retain_graph:
             node.release()
         _route(nexts, out, buffers, deps, ready, inplace, partial)
@@ -293,8 +309,13 @@ def _exclusive(t, refs) -> bool:
     m = impl.data
     # references to impl: t._impl, the local, the argument; to m: impl.data, the local,
     # the argument.
-    return (getrefcount(t) == refs and getrefcount(impl) == 3 and getrefcount(m) == 3
-            and not impl.requires_grad and m.owns_memory())
+    return (
+        getrefcount(t) == refs
+        and getrefcount(impl) == 3
+        and getrefcount(m) == 3
+        and not impl.requires_grad
+        and m.owns_memory()
+    )
 
 
 class _EmptyNode:
@@ -349,7 +370,8 @@ def _check_anomaly(node, out) -> None:
             where = format_forward_trace(node.trace)
             raise RuntimeError(
                 f"Function '{node.name()}' returned nan or inf values in its gradient for "
-                f"input {k}. The forward op was created at:\n{where}")
+                f"input {k}. The forward op was created at:\n{where}"
+            )
 
 
 def _run_tensor_hooks(node, buf, create_graph) -> None:
@@ -399,8 +421,7 @@ def _owned(grad):
     """``grad`` detached, stolen when nothing else can see its memory, else copied."""
     m = grad._impl.data
     # references to m: grad._impl.data, the local, getrefcount's argument
-    if (grad._impl.grad_fn is None and getrefcount(m) == 3 and m.owns_memory()
-            and m.is_contiguous()):
+    if grad._impl.grad_fn is None and getrefcount(m) == 3 and m.owns_memory() and m.is_contiguous():
         return Tensor._wrap(TensorImpl(m))
     return Tensor._wrap(TensorImpl(m.copy()))
 

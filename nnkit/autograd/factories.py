@@ -16,11 +16,43 @@ from nnkit.backends.device import device as _device
 from nnkit.backends.device import get_mat_class
 from nnkit.random import default_generator
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full",
-           "empty", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
-           "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-           "to", "cpu", "cuda", "new_zeros", "new_ones", "new_full", "new_tensor", "type_as",
-           "float", "double", "half", "long", "int", "bool"]
+__all__ = [
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "from_dlpack",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "arange",
+    "linspace",
+    "eye",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand_like",
+    "randn_like",
+    "to",
+    "cpu",
+    "cuda",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "new_tensor",
+    "type_as",
+    "float",
+    "double",
+    "half",
+    "long",
+    "int",
+    "bool",
+]
 
 _float, _int, _bool = float, int, bool
 
@@ -38,9 +70,11 @@ def _infer_dtype(data, arr: np.ndarray):
         return _dt.get_default_dtype()
     if arr.dtype.kind in "OUSVc" or arr.dtype == np.uint16 or arr.dtype == np.uint32:
         if arr.dtype.kind in "OUSVc":
-            raise TypeError(f"tensor: can't convert data of dtype {arr.dtype} (type "
-                            f"{type(data).__name__}) to a tensor; use numbers or arrays of "
-                            "numbers")
+            raise TypeError(
+                f"tensor: can't convert data of dtype {arr.dtype} (type "
+                f"{type(data).__name__}) to a tensor; use numbers or arrays of "
+                "numbers"
+            )
         return _dt.int64
     return _dt.to_dtype(arr.dtype)
 
@@ -75,8 +109,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     try:
         arr = np.asarray(data) if not hasattr(data, "__cuda_array_interface__") else None
     except ValueError as exc:
-        raise ValueError(f"tensor: can't build a tensor from ragged nested sequences ({exc})") \
-            from None
+        raise ValueError(
+            f"tensor: can't build a tensor from ragged nested sequences ({exc})"
+        ) from None
     dt = _dt.to_dtype(dtype) if dtype is not None else _infer_dtype(data, arr)
     return _make(cls.from_host(arr.astype(dt.np, copy=False), copy=True), requires_grad)
 
@@ -156,11 +191,18 @@ def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
-    default = (_dt.bool_ if isinstance(fill_value, _bool) else
-               _dt.int64 if isinstance(fill_value, (_int, np.integer)) else None)
+    default = (
+        _dt.bool_
+        if isinstance(fill_value, _bool)
+        else _dt.int64
+        if isinstance(fill_value, (_int, np.integer))
+        else None
+    )
     cls, dt = _cls_dt(dtype, device, default)
-    return _make(cls.full(_shape((size,) if isinstance(size, _int) else (size,)), fill_value,
-                          dt.np), requires_grad)
+    return _make(
+        cls.full(_shape((size,) if isinstance(size, _int) else (size,)), fill_value, dt.np),
+        requires_grad,
+    )
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -211,9 +253,15 @@ def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None)
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, size if high is None else high
     cls, dt = _cls_dt(dtype, device, _dt.int64)
-    return Tensor._from_mat(cls.randint(low, high, _shape((size,) if isinstance(size, _int)
-                                                          else (size,)), dt.np,
-                                        generator or default_generator()))
+    return Tensor._from_mat(
+        cls.randint(
+            low,
+            high,
+            _shape((size,) if isinstance(size, _int) else (size,)),
+            dt.np,
+            generator or default_generator(),
+        )
+    )
 
 
 def randperm(n: int, *, dtype=None, device=None, generator=None) -> Tensor:

@@ -65,7 +65,8 @@ class RemovableHandle:
 _RELEASED_MSG = (
     "Trying to backward through the graph a second time (or to access saved tensors "
     "after they have been freed) at {name}. Saved tensors are freed after backward; "
-    "call backward(retain_graph=True) the first time if you need to backward twice.")
+    "call backward(retain_graph=True) the first time if you need to backward twice."
+)
 
 
 class SavedTensor:
@@ -98,7 +99,8 @@ class SavedTensor:
                     f"one of the tensors needed for gradient computation has been modified "
                     f"by an in-place operation: {node.name()} saved a tensor of shape "
                     f"{list(mat.shape)} at version {self.version}; it is now at version "
-                    f"{found}. Use an out-of-place op, or clone() before modifying.")
+                    f"{found}. Use an out-of-place op, or clone() before modifying."
+                )
         kind = self.kind
         t = Tensor.__new__(Tensor)
         if kind == "leaf":
@@ -132,8 +134,16 @@ class Node:
         needs_input_grad: one bool per forward positional input.
     """
 
-    __slots__ = ("_fn_cls", "next_functions", "needs_input_grad", "_saved", "_released",
-                 "_n_outputs", "__dict__", "__weakref__")
+    __slots__ = (
+        "_fn_cls",
+        "next_functions",
+        "needs_input_grad",
+        "_saved",
+        "_released",
+        "_n_outputs",
+        "__dict__",
+        "__weakref__",
+    )
     # Rarely set attributes live in the instance __dict__ (with ctx attributes), so a
     # new node pays only for the slots above.
     _to_save = ()
@@ -203,17 +213,23 @@ def _check_user_grads(node, out) -> None:
     meta = node._in_meta
     name = node._fn_cls.__name__
     if len(out) != len(meta):
-        raise RuntimeError(f"function {name}.backward returned an incorrect number of gradients "
-                           f"(expected {len(meta)}, got {len(out)})")
+        raise RuntimeError(
+            f"function {name}.backward returned an incorrect number of gradients "
+            f"(expected {len(meta)}, got {len(out)})"
+        )
     for k, (g, shape) in enumerate(zip(out, meta)):
         if g is None or shape is None:
             continue
         if not isinstance(g, Tensor):
-            raise TypeError(f"function {name}.backward returned a {type(g).__name__} as the "
-                            f"gradient of input {k}; expected a Tensor or None")
+            raise TypeError(
+                f"function {name}.backward returned a {type(g).__name__} as the "
+                f"gradient of input {k}; expected a Tensor or None"
+            )
         if g.shape != shape:
-            raise RuntimeError(f"function {name}.backward returned a gradient of shape "
-                               f"{list(g.shape)} for input {k}, which has shape {list(shape)}")
+            raise RuntimeError(
+                f"function {name}.backward returned a gradient of shape "
+                f"{list(g.shape)} for input {k}, which has shape {list(shape)}"
+            )
 
 
 class AccumulateGrad:
@@ -341,8 +357,10 @@ class Function:
         outs = (out,) if single else out
         for o in outs:
             if o is not None and not isinstance(o, Tensor):
-                raise TypeError(f"{cls.__name__}.forward must return Tensors (or a tuple of "
-                                f"them), got {type(o).__name__}")
+                raise TypeError(
+                    f"{cls.__name__}.forward must return Tensors (or a tuple of "
+                    f"them), got {type(o).__name__}"
+                )
         mats = tuple(None if o is None else o._impl.data for o in outs)
         return _finish(cls, ctx if record else None, args, impls, outs, mats, single)
 
@@ -492,7 +510,8 @@ def _check_devices(cls, mats) -> None:
         elif d is not dev and d != dev:
             raise RuntimeError(
                 f"{cls.__name__.lower()}: expected all tensors on the same device, "
-                f"found {dev} and {d}")
+                f"found {dev} and {d}"
+            )
 
 
 def _finish(cls, node, args, impls, outs, mats, single):
@@ -525,8 +544,9 @@ def _finish(cls, node, args, impls, outs, mats, single):
     n = len(mats)
     node._n_outputs = n
     if n > 1:
-        node._out_meta = tuple([None if m is None else (m.shape, m.dtype, m.__class__)
-                                for m in mats])
+        node._out_meta = tuple(
+            [None if m is None else (m.shape, m.dtype, m.__class__) for m in mats]
+        )
     if node._to_save:
         _resolve_saved(cls, node, args, impls, outs, mats)
     if non_diff is not None:
@@ -536,8 +556,10 @@ def _finish(cls, node, args, impls, outs, mats, single):
 
 def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
     """Turn what forward passed to save_for_backward into SavedTensors."""
-    saved = [None if obj is None else _saved_for(cls, obj, args, impls, outs, mats)
-             for obj in node._to_save]
+    saved = [
+        None if obj is None else _saved_for(cls, obj, args, impls, outs, mats)
+        for obj in node._to_save
+    ]
     node._saved = saved
     node._to_save = ()
     hooks = state.saved_hooks
@@ -559,10 +581,10 @@ def _saved_for(cls, obj, args, impls, outs, mats) -> SavedTensor:
             return SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input")
     mat = obj._impl.data if isinstance(obj, Tensor) else obj
     if not isinstance(mat, ArrayMat):
-        raise TypeError(f"{cls.__name__}: save_for_backward takes tensors, got "
-                        f"{type(obj).__name__}")
+        raise TypeError(
+            f"{cls.__name__}: save_for_backward takes tensors, got {type(obj).__name__}"
+        )
     for k, (o, m) in enumerate(zip(outs, mats)):
         if o is obj or m is obj:  # output_nr -1: a non-differentiable output
-            return SavedTensor(mat, None, None, k if m.array.dtype.kind == "f" else -1,
-                               "output")
+            return SavedTensor(mat, None, None, k if m.array.dtype.kind == "f" else -1, "output")
     return SavedTensor(mat, None, None, 0, "const")

@@ -9,9 +9,17 @@ from __future__ import annotations
 import functools
 import threading
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "inference_mode", "is_inference_mode_enabled", "detect_anomaly",
-           "set_detect_anomaly", "is_anomaly_enabled"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "inference_mode",
+    "is_inference_mode_enabled",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+]
 
 
 class _State(threading.local):
@@ -19,7 +27,7 @@ class _State(threading.local):
         self.grad_enabled = True
         self.inference = False
         self.anomaly = False
-        self.saved_hooks: list = []   # stack of (pack, unpack) for saved_tensors_hooks
+        self.saved_hooks: list = []  # stack of (pack, unpack) for saved_tensors_hooks
 
 
 state = _State()

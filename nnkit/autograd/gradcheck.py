@@ -41,8 +41,10 @@ def _diff_inputs(inputs):
     idx = [k for k, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     for k in idx:
         if inputs[k].dtype.name != "float64":
-            raise ValueError(f"gradcheck: input {k} has dtype {inputs[k].dtype}; gradcheck needs "
-                             "float64 inputs for accurate finite differences")
+            raise ValueError(
+                f"gradcheck: input {k} has dtype {inputs[k].dtype}; gradcheck needs "
+                "float64 inputs for accurate finite differences"
+            )
     return idx
 
 
@@ -55,9 +57,18 @@ def _loss_at(fn, inputs, weights, k, delta):
         return float(_weighted_sum(outs, weights).item()) if outs else 0.0
 
 
-def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True, max_full: int = 400, n_directions: int = 3,
-              seed: int = 0) -> bool:
+def gradcheck(
+    fn,
+    inputs,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    max_full: int = 400,
+    n_directions: int = 3,
+    seed: int = 0,
+) -> bool:
     """Check backward of ``fn`` against central finite differences.
 
     Args:
@@ -86,24 +97,33 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
         raise ValueError("gradcheck: no input requires grad")
     rng = np.random.default_rng(seed)
     outs = _outputs(fn, inputs)
-    weights = [tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device)
-               for o in outs]
+    weights = [tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device) for o in outs]
     diff_outs = [(o, w) for o, w in zip(outs, weights) if o.requires_grad]
     if diff_outs:
-        analytic = autograd_grad([o for o, _ in diff_outs], [inputs[k] for k in diff],
-                                 [w for _, w in diff_outs], allow_unused=True)
+        analytic = autograd_grad(
+            [o for o, _ in diff_outs],
+            [inputs[k] for k in diff],
+            [w for _, w in diff_outs],
+            allow_unused=True,
+        )
     else:
         analytic = [None] * len(diff)
     total = sum(inputs[k].numel() for k in diff)
     for k, g in zip(diff, analytic):
-        a = np.zeros(inputs[k].shape) if g is None else np.asarray(g.detach().cpu().numpy(),
-                                                                    dtype=np.float64)
+        a = (
+            np.zeros(inputs[k].shape)
+            if g is None
+            else np.asarray(g.detach().cpu().numpy(), dtype=np.float64)
+        )
         ok = (_check_full if total <= max_full else _check_directional)(
-            fn, inputs, weights, k, a, eps, atol, rtol, rng, n_directions)
+            fn, inputs, weights, k, a, eps, atol, rtol, rng, n_directions
+        )
         if ok is not True:
             if raise_exception:
-                raise GradcheckError(f"gradcheck: analytic and numerical gradients of input {k} "
-                                     f"(shape {tuple(inputs[k].shape)}) differ: {ok}")
+                raise GradcheckError(
+                    f"gradcheck: analytic and numerical gradients of input {k} "
+                    f"(shape {tuple(inputs[k].shape)}) differ: {ok}"
+                )
             return False
     return True
 
@@ -119,15 +139,18 @@ def _check_full(fn, inputs, weights, k, analytic, eps, atol, rtol, rng, n_dir):
         with no_grad():
             delta[j] = eps
         delta = delta.reshape(x.shape)
-        flat[j] = (_loss_at(fn, inputs, weights, k, delta)
-                   - _loss_at(fn, inputs, weights, k, -delta)) / (2 * eps)
+        flat[j] = (
+            _loss_at(fn, inputs, weights, k, delta) - _loss_at(fn, inputs, weights, k, -delta)
+        ) / (2 * eps)
     if np.allclose(analytic, numerical, atol=atol, rtol=rtol):
         return True
     err = np.abs(analytic - numerical)
     j = np.unravel_index(np.argmax(err), err.shape)
-    return (f"max abs difference {err.max():.3g} at index {tuple(int(i) for i in j)} "
-            f"(analytic {analytic[j]:.6g}, numerical {numerical[j]:.6g})\nanalytic:\n{analytic}"
-            f"\nnumerical:\n{numerical}")
+    return (
+        f"max abs difference {err.max():.3g} at index {tuple(int(i) for i in j)} "
+        f"(analytic {analytic[j]:.6g}, numerical {numerical[j]:.6g})\nanalytic:\n{analytic}"
+        f"\nnumerical:\n{numerical}"
+    )
 
 
 def _check_directional(fn, inputs, weights, k, analytic, eps, atol, rtol, rng, n_dir):
@@ -138,17 +161,27 @@ def _check_directional(fn, inputs, weights, k, analytic, eps, atol, rtol, rng, n
         d = rng.standard_normal(x.shape)
         d /= np.linalg.norm(d) or 1.0
         delta = tensor(d * eps, dtype=x.dtype, device=x.device)
-        num = (_loss_at(fn, inputs, weights, k, delta)
-               - _loss_at(fn, inputs, weights, k, -delta)) / (2 * eps)
+        num = (
+            _loss_at(fn, inputs, weights, k, delta) - _loss_at(fn, inputs, weights, k, -delta)
+        ) / (2 * eps)
         ana = float((analytic * d).sum())
         if not np.isclose(ana, num, atol=atol, rtol=rtol):
             return f"directional derivative analytic {ana:.8g} vs numerical {num:.8g}"
     return True
 
 
-def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
-                  rtol: float = 1e-3, raise_exception: bool = True, seed: int = 1,
-                  max_full: int = 400) -> bool:
+def gradgradcheck(
+    fn,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    seed: int = 1,
+    max_full: int = 400,
+) -> bool:
     """Check second derivatives: gradcheck of ``x, v ↦ vᵀ ∂f/∂x`` built with
     ``create_graph=True``.
 
@@ -167,8 +200,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
     rng = np.random.default_rng(seed)
     outs = _outputs(fn, inputs)
     if grad_outputs is None:
-        grad_outputs = [tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device,
-                               requires_grad=True) for o in outs]
+        grad_outputs = [
+            tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device, requires_grad=True)
+            for o in outs
+        ]
     n_in = len(inputs)
 
     def first_grad(*args):
@@ -186,9 +221,22 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
         pairs = [(y, v) for y, v in zip(ys, vs) if y.requires_grad]
         if not pairs:
             return tuple(zeros_like(xs[k]) for k in diff)
-        gs = autograd_grad([y for y, _ in pairs], [xs[k] for k in diff],
-                           [v for _, v in pairs], create_graph=True, allow_unused=True)
+        gs = autograd_grad(
+            [y for y, _ in pairs],
+            [xs[k] for k in diff],
+            [v for _, v in pairs],
+            create_graph=True,
+            allow_unused=True,
+        )
         return tuple(zeros_like(xs[k]) if g is None else g for k, g in zip(diff, gs))
 
-    return gradcheck(first_grad, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, max_full=max_full, seed=seed + 1)
+    return gradcheck(
+        first_grad,
+        inputs + tuple(grad_outputs),
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+        max_full=max_full,
+        seed=seed + 1,
+    )

@@ -60,7 +60,7 @@ def _is_internal(frame: str) -> bool:
     start = frame.find('File "')
     if start < 0:
         return False
-    path = frame[start + 6:frame.find('"', start + 6)]
+    path = frame[start + 6 : frame.find('"', start + 6)]
     return os.path.abspath(path).startswith(_NNKIT_DIR)
 
 
@@ -93,7 +93,7 @@ def to_dot(tensors, params=None, name: str = "nnkit_graph") -> str:
     names = {id(t._impl): k for k, t in (params or {}).items()}
     lines = [f"digraph {_quote(name)} {{", '  node [fontname="monospace" fontsize=10];']
     ids: dict = {}
-    shapes: dict = {}   # (node, output_nr) -> shape, where known
+    shapes: dict = {}  # (node, output_nr) -> shape, where known
     stack = []
 
     def node_id(node) -> str:
@@ -128,8 +128,10 @@ def to_dot(tensors, params=None, name: str = "nnkit_graph") -> str:
             if sv is not None and sv.kind == "output" and sv.mat is not None:
                 shapes.setdefault((node, sv.output_nr), sv.mat.shape)
         if type(node) is AccumulateGrad:
-            body.append(f"  {nid} [label={_quote(_leaf_label(node.impl, names))} "
-                        'shape=ellipse style=filled fillcolor="#bbdefb"];')
+            body.append(
+                f"  {nid} [label={_quote(_leaf_label(node.impl, names))} "
+                'shape=ellipse style=filled fillcolor="#bbdefb"];'
+            )
         else:
             body.append((node, nid))
     for item in body:

@@ -18,11 +18,11 @@ __all__ = ["tensor_str", "tensor_repr", "set_printoptions"]
 _options = {"threshold": 1000, "edgeitems": 3, "precision": 4}
 
 
-def set_printoptions(threshold: int | None = None, edgeitems: int | None = None,
-                     precision: int | None = None) -> None:
+def set_printoptions(
+    threshold: int | None = None, edgeitems: int | None = None, precision: int | None = None
+) -> None:
     """Set the summarisation threshold, edge items and float precision of printing."""
-    for key, val in (("threshold", threshold), ("edgeitems", edgeitems),
-                     ("precision", precision)):
+    for key, val in (("threshold", threshold), ("edgeitems", edgeitems), ("precision", precision)):
         if val is not None:
             _options[key] = int(val)
 
@@ -41,7 +41,7 @@ def _formatter(values: np.ndarray):
     small = np.abs(finite[finite != 0]).min() if (finite != 0).any() else 0.0
     if np.all(finite == np.round(finite)) and big < 1e8:
         return _float_special(lambda v: f"{v:.1f}")
-    if big >= 1e8 or (small and small < 10 ** -prec) or (big and big / max(small, 1e-300) > 1e8):
+    if big >= 1e8 or (small and small < 10**-prec) or (big and big / max(small, 1e-300) > 1e8):
         return _float_special(lambda v: f"{v:.{prec}e}")
     return _float_special(lambda v: f"{v:.{prec}f}")
 

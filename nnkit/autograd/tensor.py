@@ -28,8 +28,7 @@ class TensorImpl:
         output_nr: which output of ``grad_fn`` this tensor is.
     """
 
-    __slots__ = ("data", "grad", "grad_fn", "requires_grad", "output_nr", "__dict__",
-                 "__weakref__")
+    __slots__ = ("data", "grad", "grad_fn", "requires_grad", "output_nr", "__dict__", "__weakref__")
     # Rarely set: class defaults, overridden in the (lazily allocated) instance dict.
     hooks = None
     post_hooks = None
@@ -65,8 +64,9 @@ class Tensor:
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False) -> None:
         from nnkit.autograd.factories import tensor
 
-        self._impl = tensor([] if data is None else data, dtype=dtype, device=device,
-                            requires_grad=requires_grad)._impl
+        self._impl = tensor(
+            [] if data is None else data, dtype=dtype, device=device, requires_grad=requires_grad
+        )._impl
 
     @classmethod
     def _wrap(cls, impl: TensorImpl) -> "Tensor":
@@ -171,12 +171,15 @@ class Tensor:
         impl = self._impl
         if impl.grad_fn is not None:
             if not requires_grad:
-                raise RuntimeError("you can only change requires_grad flags of leaf tensors; "
-                                   "use detach() to get a tensor that does not require grad")
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf tensors; "
+                    "use detach() to get a tensor that does not require grad"
+                )
             return self
         if requires_grad and impl.data.array.dtype.kind != "f":
-            raise RuntimeError(f"only tensors of floating point dtype can require gradients, "
-                               f"got {self.dtype}")
+            raise RuntimeError(
+                f"only tensors of floating point dtype can require gradients, got {self.dtype}"
+            )
         impl.requires_grad = bool(requires_grad)
         return self
 
@@ -188,15 +191,19 @@ class Tensor:
     def grad(self, value) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad must be a Tensor or None, got "
-                                f"{type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad must be a Tensor or None, got {type(value).__name__}"
+                )
             if value.shape != self.shape or value.dtype != self.dtype:
-                raise RuntimeError(f"assigned grad has shape {list(value.shape)} and dtype "
-                                   f"{value.dtype}, but the tensor has shape "
-                                   f"{list(self.shape)} and dtype {self.dtype}")
+                raise RuntimeError(
+                    f"assigned grad has shape {list(value.shape)} and dtype "
+                    f"{value.dtype}, but the tensor has shape "
+                    f"{list(self.shape)} and dtype {self.dtype}"
+                )
             if value.device != self.device:
-                raise RuntimeError(f"assigned grad is on {value.device}, but the tensor is on "
-                                   f"{self.device}")
+                raise RuntimeError(
+                    f"assigned grad is on {value.device}, but the tensor is on {self.device}"
+                )
         self._impl.grad = value
 
     @property
@@ -264,8 +271,9 @@ class Tensor:
         """On a leaf: run ``hook(tensor)`` after each backward has updated its ``.grad``."""
         impl = self._impl
         if impl.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
-                               "tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
         if not impl.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
         if impl.post_hooks is None:
@@ -310,8 +318,9 @@ class Tensor:
                 ``force=True``; GPU tensors are copied to the host.
         """
         if self._impl.requires_grad and not force:
-            raise RuntimeError("can't call numpy() on a tensor that requires grad; use "
-                               "tensor.detach().numpy()")
+            raise RuntimeError(
+                "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
+            )
         return self._impl.data.to_numpy()
 
     def __array__(self, dtype=None, copy=None):
@@ -329,8 +338,9 @@ class Tensor:
     def item(self):
         """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
-                               "a Python scalar")
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar"
+            )
         return self._impl.data.item()
 
     def tolist(self):
@@ -344,14 +354,12 @@ class Tensor:
 
     def __index__(self) -> int:
         if self.dtype.is_floating_point:
-            raise TypeError("only integer tensors of a single element can be converted to an "
-                            "index")
+            raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
-                               "ambiguous")
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:
@@ -383,8 +391,10 @@ class Tensor:
         return str(self)
 
     def __reduce__(self):
-        raise TypeError("nnkit tensors are not picklable; save them with nnkit.io "
-                        "(HDF5) or convert with .numpy()")
+        raise TypeError(
+            "nnkit tensors are not picklable; save them with nnkit.io "
+            "(HDF5) or convert with .numpy()"
+        )
 
 
 _function.Tensor = Tensor
@@ -394,8 +404,10 @@ _function.TensorImpl = TensorImpl
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise IndexError(f"{op}: dimension {dim} out of range for a tensor with {ndim} "
-                         f"dimension(s) (expected in [{-n}, {n - 1}])")
+        raise IndexError(
+            f"{op}: dimension {dim} out of range for a tensor with {ndim} "
+            f"dimension(s) (expected in [{-n}, {n - 1}])"
+        )
     return dim % n
 
 
@@ -413,10 +425,19 @@ def _install_methods() -> None:
 
     for name in ops.TENSOR_METHODS:
         setattr(Tensor, name, getattr(ops, name))
-    binary = {"add": ew.add, "sub": ew.sub, "mul": ew.mul, "truediv": ew.div,
-              "floordiv": dc.floor_divide, "mod": dc.remainder, "pow": ew.pow,
-              "matmul": ops.matmul, "and": dc.bitwise_and, "or": dc.bitwise_or,
-              "xor": dc.bitwise_xor}
+    binary = {
+        "add": ew.add,
+        "sub": ew.sub,
+        "mul": ew.mul,
+        "truediv": ew.div,
+        "floordiv": dc.floor_divide,
+        "mod": dc.remainder,
+        "pow": ew.pow,
+        "matmul": ops.matmul,
+        "and": dc.bitwise_and,
+        "or": dc.bitwise_or,
+        "xor": dc.bitwise_xor,
+    }
     for name, fn in binary.items():
         setattr(Tensor, f"__{name}__", fn)
         setattr(Tensor, f"__r{name}__", _reflected(fn))

@@ -10,5 +10,15 @@ from nnkit.backends.mat import ArrayMat
 from nnkit.backends.numpy_backend import NumpyMat
 from nnkit.backends.storage import Storage
 
-__all__ = ["ArrayMat", "NumpyMat", "Storage", "Device", "device", "get_mat_class",
-           "cuda_is_available", "device_count", "DType", "to_dtype"]
+__all__ = [
+    "ArrayMat",
+    "NumpyMat",
+    "Storage",
+    "Device",
+    "device",
+    "get_mat_class",
+    "cuda_is_available",
+    "device_count",
+    "DType",
+    "to_dtype",
+]

@@ -45,10 +45,13 @@ class CupyMat(ArrayMat):
         if cupy is None:
             raise RuntimeError(
                 "nnkit: device 'cuda' needs CuPy, which is not installed "
-                f"({_import_error}); install it with: pip install 'nnkit[cuda]'")
+                f"({_import_error}); install it with: pip install 'nnkit[cuda]'"
+            )
         if not available():
-            raise RuntimeError("nnkit: device 'cuda' requested but CuPy sees no GPU "
-                               "(check the driver and CUDA_VISIBLE_DEVICES)")
+            raise RuntimeError(
+                "nnkit: device 'cuda' requested but CuPy sees no GPU "
+                "(check the driver and CUDA_VISIBLE_DEVICES)"
+            )
 
     @property
     def device(self) -> Device:
@@ -76,8 +79,9 @@ class CupyMat(ArrayMat):
     @classmethod
     def from_foreign(cls, mat, device):
         with cupy.cuda.Device(device.index or 0):
-            return cls(cupy.array(mat.to_numpy() if not isinstance(mat, CupyMat)
-                                  else mat.array, copy=True))
+            return cls(
+                cupy.array(mat.to_numpy() if not isinstance(mat, CupyMat) else mat.array, copy=True)
+            )
 
     def to_device(self, device):
         if device.type == "cuda" and device.index != self.array.device.id:

@@ -28,7 +28,8 @@ class Device:
 
     def __repr__(self) -> str:
         return f"device(type='{self.type}'" + (
-            ")" if self.index is None else f", index={self.index})")
+            ")" if self.index is None else f", index={self.index})"
+        )
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
@@ -80,7 +81,8 @@ def device(spec=None) -> Device:
         n = device_count()
         if dev.index >= n:
             raise RuntimeError(
-                f"nnkit: device {spec!r} does not exist ({n} CUDA device(s) visible)")
+                f"nnkit: device {spec!r} does not exist ({n} CUDA device(s) visible)"
+            )
     _cache[spec] = dev
     return dev
 

@@ -77,8 +77,14 @@ int64 = DType(np.int64)
 bool_ = DType(np.bool_)
 
 _BY_NP = {d.np: d for d in (float16, float32, float64, int8, uint8, int16, int32, int64, bool_)}
-_ALIASES = {"float": float32, "half": float16, "double": float64, "int": int64, "long": int64,
-            "bool": bool_}
+_ALIASES = {
+    "float": float32,
+    "half": float16,
+    "double": float64,
+    "int": int64,
+    "long": int64,
+    "bool": bool_,
+}
 _default_float = float32
 
 

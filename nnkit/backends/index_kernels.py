@@ -72,9 +72,10 @@ class IndexKernelsMixin:
         arange = self.xp.arange
         shape = indices.shape
         ones = (1,) * len(shape)
-        return tuple(indices.array if k == axis else
-                     arange(n).reshape(ones[:k] + (n,) + ones[k + 1:])
-                     for k, n in enumerate(shape))
+        return tuple(
+            indices.array if k == axis else arange(n).reshape(ones[:k] + (n,) + ones[k + 1 :])
+            for k, n in enumerate(shape)
+        )
 
     def gather(self, axis, indices):
         """Values at ``indices`` along ``axis`` (``torch.gather`` semantics)."""
@@ -116,8 +117,9 @@ class IndexKernelsMixin:
 
     def pad(self, pad_width, value=0.0, mode="constant"):
         if mode == "constant":
-            return self._new(self.xp.pad(self.array, pad_width, mode="constant",
-                                         constant_values=value))
+            return self._new(
+                self.xp.pad(self.array, pad_width, mode="constant", constant_values=value)
+            )
         return self._new(self.xp.pad(self.array, pad_width, mode=mode))
 
     @classmethod

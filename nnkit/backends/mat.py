@@ -31,8 +31,9 @@ from nnkit.backends.storage import Storage
 __all__ = ["ArrayMat"]
 
 
-class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernelsMixin,
-               SpecialKernelsMixin):
+class ArrayMat(
+    MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernelsMixin, SpecialKernelsMixin
+):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 
     __slots__ = ("array", "_storage", "__weakref__")
@@ -121,8 +122,7 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernels
         # references to a: self.array, the local, the argument (and s.buffer); to s:
         # self._storage, the local, the argument; to base: a.base, the local, the
         # argument.
-        if getrefcount(a) != (3 if s is None else 4) or (s is not None
-                                                         and getrefcount(s) != 3):
+        if getrefcount(a) != (3 if s is None else 4) or (s is not None and getrefcount(s) != 3):
             return False
         base = a.base
         if base is None:
@@ -130,8 +130,12 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernels
         # A view: its owner must be held by nothing else, and the view must not overlap
         # itself (as a broadcast or as_strided view may): contiguous views cannot.
         flags = a.flags
-        return (isinstance(base, self.xp.ndarray) and base.base is None
-                and getrefcount(base) == 3 and (flags.c_contiguous or flags.f_contiguous))
+        return (
+            isinstance(base, self.xp.ndarray)
+            and base.base is None
+            and getrefcount(base) == 3
+            and (flags.c_contiguous or flags.f_contiguous)
+        )
 
     @staticmethod
     def _writable(a) -> bool:
@@ -374,8 +378,9 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernels
             # (which costs more than the arithmetic on small tensors).
             return self._new(a.sum(axis=axis, keepdims=keepdims) / n)
         if not n and a.dtype.kind in "fc":  # the mean of nothing: NaN, quietly (torch)
-            out = self.xp.full(self.xp.sum(a, axis=axis, keepdims=keepdims).shape, np.nan,
-                               dtype=a.dtype)
+            out = self.xp.full(
+                self.xp.sum(a, axis=axis, keepdims=keepdims).shape, np.nan, dtype=a.dtype
+            )
             return self._new(out)
         return self._new(self.xp.mean(a, axis=axis, keepdims=keepdims))
 
@@ -413,8 +418,7 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernels
 
     def sort(self, axis=-1, descending=False):
         """(values, indices) sorted along ``axis``."""
-        idx = self.xp.argsort(-self.array if descending else self.array, axis=axis,
-                              kind="stable")
+        idx = self.xp.argsort(-self.array if descending else self.array, axis=axis, kind="stable")
         return self._new(self.xp.take_along_axis(self.array, idx, axis)), self._new(idx)
 
     # ------------------------------------------------------------------- linalg
@@ -432,8 +436,9 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernels
         return self._new(self.xp.tensordot(self.array, other.array, axes=axes))
 
     def einsum(self, subscripts, *others):
-        return self._new(self.xp.einsum(subscripts, self.array, *[o.array for o in others],
-                                        optimize=True))
+        return self._new(
+            self.xp.einsum(subscripts, self.array, *[o.array for o in others], optimize=True)
+        )
 
     # -------------------------------------------------------------------- views
     def reshape(self, shape):
@@ -470,7 +475,8 @@ class ArrayMat(MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernels
         """A view with explicit ``shape`` and ``strides`` (in elements)."""
         item = self.array.itemsize
         v = self.xp.lib.stride_tricks.as_strided(
-            self.array, shape=shape, strides=tuple(s * item for s in strides))
+            self.array, shape=shape, strides=tuple(s * item for s in strides)
+        )
         return self._view(v)
 
     def flip(self, axis):

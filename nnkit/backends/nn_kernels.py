@@ -37,17 +37,21 @@ def _cl_padded(xp, a, pads, value=0.0):
     v = _last(a)
     if not any(lo or hi for lo, hi in pads):
         return v
-    return xp.pad(v, ((0, 0),) + tuple(pads) + ((0, 0),), mode="constant",
-                  constant_values=value)
+    return xp.pad(v, ((0, 0),) + tuple(pads) + ((0, 0),), mode="constant", constant_values=value)
 
 
 def _cl_windows(xp, v, kernel, stride, dilation):
     """``(N, *out, *kernel, C)`` view of a channels-last ``v`` ``(N, *S, C)``."""
     spatial, st = v.shape[1:-1], v.strides[1:-1]
-    out = tuple((s - d * (k - 1) - 1) // t + 1
-                for s, k, t, d in zip(spatial, kernel, stride, dilation))
-    strides = (v.strides[0],) + tuple(t * s for t, s in zip(stride, st)) + tuple(
-        d * s for d, s in zip(dilation, st)) + (v.strides[-1],)
+    out = tuple(
+        (s - d * (k - 1) - 1) // t + 1 for s, k, t, d in zip(spatial, kernel, stride, dilation)
+    )
+    strides = (
+        (v.strides[0],)
+        + tuple(t * s for t, s in zip(stride, st))
+        + tuple(d * s for d, s in zip(dilation, st))
+        + (v.strides[-1],)
+    )
     shape = (v.shape[0],) + out + tuple(kernel) + (v.shape[-1],)
     return xp.lib.stride_tricks.as_strided(v, shape, strides)
 
@@ -55,9 +59,14 @@ def _cl_windows(xp, v, kernel, stride, dilation):
 def _offsets(kernel, out, stride, dilation):
     """``(k, slices)``: each kernel offset and the channels-last slices it reads."""
     for k, off in enumerate(itertools.product(*(range(n) for n in kernel))):
-        yield k, (slice(None),) + tuple(
-            slice(o * d, o * d + (m - 1) * s + 1, s)
-            for o, m, s, d in zip(off, out, stride, dilation))
+        yield (
+            k,
+            (slice(None),)
+            + tuple(
+                slice(o * d, o * d + (m - 1) * s + 1, s)
+                for o, m, s, d in zip(off, out, stride, dilation)
+            ),
+        )
 
 
 def _disjoint(kernel, stride, dilation):
@@ -78,13 +87,15 @@ class NNKernelsMixin:
 
     def _cl_zeros(self, in_shape, pads, dtype):
         n, c = in_shape[:2]
-        return self.xp.zeros((n,) + tuple(s + lo + hi for s, (lo, hi) in
-                                          zip(in_shape[2:], pads)) + (c,), dtype=dtype)
+        return self.xp.zeros(
+            (n,) + tuple(s + lo + hi for s, (lo, hi) in zip(in_shape[2:], pads)) + (c,), dtype=dtype
+        )
 
     @staticmethod
     def _cl_crop(res, pads):
-        idx = (slice(None),) + tuple(slice(lo, res.shape[1 + k] - hi)
-                                     for k, (lo, hi) in enumerate(pads))
+        idx = (slice(None),) + tuple(
+            slice(lo, res.shape[1 + k] - hi) for k, (lo, hi) in enumerate(pads)
+        )
         return _first(res[idx])
 
     # ------------------------------------------------------------ convolution
@@ -93,7 +104,7 @@ class NNKernelsMixin:
         xp = self.xp
         win = _cl_windows(xp, _cl_padded(xp, self.array, pads), kernel, stride, dilation)
         n, c = win.shape[0], win.shape[-1]
-        rows = n * math.prod(win.shape[1:1 + len(kernel)])
+        rows = n * math.prod(win.shape[1 : 1 + len(kernel)])
         width = math.prod(kernel) * (c // groups)  # explicit: an empty batch has no -1
         if groups == 1:
             return self._new(xp.ascontiguousarray(win).reshape(1, rows, width))
@@ -108,8 +119,11 @@ class NNKernelsMixin:
         g = groups
         # (G, N*P, K*Cg) -> (N, *out, K, C) with C = (G, Cg)
         cols = cols.reshape((g, n) + tuple(out) + (math.prod(kernel), c // g))
-        cols = self.xp.moveaxis(cols, 0, -2).reshape((n,) + tuple(out) + (math.prod(kernel), c)) \
-            if g > 1 else cols[0]
+        cols = (
+            self.xp.moveaxis(cols, 0, -2).reshape((n,) + tuple(out) + (math.prod(kernel), c))
+            if g > 1
+            else cols[0]
+        )
         res = self._cl_zeros(in_shape, pads, cols.dtype)
         for k, sl in _offsets(kernel, out, stride, dilation):
             res[sl] += cols[(Ellipsis, k, slice(None))]
@@ -118,8 +132,10 @@ class NNKernelsMixin:
     # ---------------------------------------------------------------- pooling
     def _pool_views(self, kernel, stride, dilation, pads, value=0.0):
         v = _cl_padded(self.xp, self.array, pads, value)
-        out = tuple((s - d * (k - 1) - 1) // t + 1
-                    for s, k, t, d in zip(v.shape[1:-1], kernel, stride, dilation))
+        out = tuple(
+            (s - d * (k - 1) - 1) // t + 1
+            for s, k, t, d in zip(v.shape[1:-1], kernel, stride, dilation)
+        )
         return v, out
 
     def pool_max(self, kernel, stride, dilation, pads):
@@ -194,10 +210,12 @@ class NNKernelsMixin:
         out = i.shape[2:]
         nd = len(kernel)
         for d in range(nd):
-            inner = math.prod(kernel[d + 1:])
+            inner = math.prod(kernel[d + 1 :])
             koff = (i // inner) % kernel[d]
-            pos = xp.arange(out[d], dtype=np.int64).reshape(
-                (out[d],) + (1,) * (nd - 1 - d)) * stride[d]
+            pos = (
+                xp.arange(out[d], dtype=np.int64).reshape((out[d],) + (1,) * (nd - 1 - d))
+                * stride[d]
+            )
             coord = pos + koff * dilation[d] - pads[d][0]
             flat = flat * in_spatial[d] + coord
         return self._new(flat)
@@ -237,16 +255,43 @@ class NNKernelsMixin:
 
 
 # Cephes ndtr.c rational approximations (S. L. Moshier), relative error ~1e-16.
-_ERF_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3,
-          7.00332514112805075473E3, 5.55923013010394962768E4)
-_ERF_U = (1.0, 3.35617141647503099647E1, 5.21357949780152679795E2,
-          4.59432382970980127987E3, 2.26290000613890934246E4, 4.92673942608635921086E4)
-_ERFC_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
-           4.86371970985681366614E1, 1.96520832956077098242E2, 5.26445194995477358631E2,
-           9.34528527171957607540E2, 1.02755188689515710272E3, 5.57535335369399327526E2)
-_ERFC_Q = (1.0, 1.32281951154744992508E1, 8.67072140885989742329E1,
-           3.54937778887819891062E2, 9.75708501743205489753E2, 1.82390916687909736289E3,
-           2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2)
+_ERF_T = (
+    9.60497373987051638749e0,
+    9.00260197203842689217e1,
+    2.23200534594684319226e3,
+    7.00332514112805075473e3,
+    5.55923013010394962768e4,
+)
+_ERF_U = (
+    1.0,
+    3.35617141647503099647e1,
+    5.21357949780152679795e2,
+    4.59432382970980127987e3,
+    2.26290000613890934246e4,
+    4.92673942608635921086e4,
+)
+_ERFC_P = (
+    2.46196981473530512524e-10,
+    5.64189564831068821977e-1,
+    7.46321056442269912687e0,
+    4.86371970985681366614e1,
+    1.96520832956077098242e2,
+    5.26445194995477358631e2,
+    9.34528527171957607540e2,
+    1.02755188689515710272e3,
+    5.57535335369399327526e2,
+)
+_ERFC_Q = (
+    1.0,
+    1.32281951154744992508e1,
+    8.67072140885989742329e1,
+    3.54937778887819891062e2,
+    9.75708501743205489753e2,
+    1.82390916687909736289e3,
+    2.24633760818710981792e3,
+    1.65666309194161350182e3,
+    5.57535340817727675546e2,
+)
 
 
 def _polyval(coeffs, x):

@@ -73,8 +73,7 @@ class OrderKernelsMixin:
         """Indices of the ``k`` largest (smallest) elements along ``axis``, in sorted
         order; NaN counts as the largest value, ties keep their original order."""
         idx = self.sort_indices(axis, descending=largest).array
-        return self._new(self.xp.ascontiguousarray(
-            self.xp.take(idx, self.xp.arange(k), axis=axis)))
+        return self._new(self.xp.ascontiguousarray(self.xp.take(idx, self.xp.arange(k), axis=axis)))
 
     def mode_indices(self, axis):
         """For mode: per slice, the index of the most frequent value (the smallest such

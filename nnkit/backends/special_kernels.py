@@ -16,8 +16,14 @@ import numpy as np
 
 from nnkit.backends.nn_kernels import _ERFC_P, _ERFC_Q, _polyval, erf_array
 
-__all__ = ["SpecialKernelsMixin", "erfc_array", "erfinv_array", "lgamma_array",
-           "digamma_array", "trigamma_array"]
+__all__ = [
+    "SpecialKernelsMixin",
+    "erfc_array",
+    "erfinv_array",
+    "lgamma_array",
+    "digamma_array",
+    "trigamma_array",
+]
 
 _QUIET = {"all": "ignore"}
 
@@ -30,8 +36,9 @@ class SpecialKernelsMixin:
     def _unary64(self, fn):
         a = self.array
         with np.errstate(**_QUIET):
-            return self._new(fn(self.xp, a.astype(np.float64, copy=False)).astype(
-                a.dtype, copy=False))
+            return self._new(
+                fn(self.xp, a.astype(np.float64, copy=False)).astype(a.dtype, copy=False)
+            )
 
     def _ufunc(self, name, *others):
         with np.errstate(**_QUIET):
@@ -120,8 +127,7 @@ class SpecialKernelsMixin:
         a = self.array
         if a.dtype.kind != "f":
             return self.copy()
-        return self._new(self.xp.nan_to_num(a, copy=True, nan=nan, posinf=posinf,
-                                            neginf=neginf))
+        return self._new(self.xp.nan_to_num(a, copy=True, nan=nan, posinf=posinf, neginf=neginf))
 
     def isclose(self, other, rtol, atol, equal_nan):
         xp = self.xp
@@ -146,11 +152,23 @@ class SpecialKernelsMixin:
 
 # ------------------------------------------------------------------ erfc, erfinv
 # Cephes ndtr.c: erfc(x) = exp(-x^2) R(x) / S(x) for x >= 8.
-_ERFC_R = (5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0,
-           6.16021097993053585195E0, 7.40974269950448939160E0, 2.97886665372100240670E0)
-_ERFC_S = (1.0, 2.26052863220117276590E0, 9.39603524938001434673E0,
-           1.20489539808096656605E1, 1.70814450747565897222E1, 9.60896809063285878198E0,
-           3.36907645100081516050E0)
+_ERFC_R = (
+    5.64189583547755073984e-1,
+    1.27536670759978104416e0,
+    5.01905042251180477414e0,
+    6.16021097993053585195e0,
+    7.40974269950448939160e0,
+    2.97886665372100240670e0,
+)
+_ERFC_S = (
+    1.0,
+    2.26052863220117276590e0,
+    9.39603524938001434673e0,
+    1.20489539808096656605e1,
+    1.70814450747565897222e1,
+    9.60896809063285878198e0,
+    3.36907645100081516050e0,
+)
 _TWO_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -171,10 +189,28 @@ def erfc_array(xp, x):
     return xp.where(xp.isnan(x), x, out)
 
 
-_GILES_LO = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-             0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_GILES_HI = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-             0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_GILES_LO = (
+    2.81022636e-08,
+    3.43273939e-07,
+    -3.5233877e-06,
+    -4.39150654e-06,
+    0.00021858087,
+    -0.00125372503,
+    -0.00417768164,
+    0.246640727,
+    1.50140941,
+)
+_GILES_HI = (
+    -0.000200214257,
+    0.000100950558,
+    0.00134934322,
+    -0.00367342844,
+    0.00573950773,
+    -0.0076224613,
+    0.00943887047,
+    1.00167406,
+    2.83297682,
+)
 
 
 def erfinv_array(xp, y):
@@ -196,17 +232,24 @@ def erfinv_array(xp, y):
     for _ in range(4):  # in the tail, Newton on log(erfc): nearly quadratic, fast
         d = _TWO_SQRT_PI * xp.exp(-x * x)
         c = erfc_array(xp, x)
-        x = xp.where(tail, x + (xp.log(c) - xp.log(rest)) * c / d,
-                     x - (erf_array(xp, x) - s) / d)
+        x = xp.where(tail, x + (xp.log(c) - xp.log(rest)) * c / d, x - (erf_array(xp, x) - s) / d)
     out = xp.where(inside, x, xp.where(a == 1.0, xp.inf, xp.nan))
     return xp.where(xp.isnan(y), y, xp.copysign(out, y))
 
 
 # ------------------------------------------------------------ lgamma, digamma
 _LANCZOS_G = 7.0
-_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028,
-            771.32342877765313, -176.61502916214059, 12.507343278686905,
-            -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+_LANCZOS = (
+    0.99999999999980993,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.32342877765313,
+    -176.61502916214059,
+    12.507343278686905,
+    -0.13857109526572012,
+    9.9843695780195716e-6,
+    1.5056327351493116e-7,
+)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -239,10 +282,10 @@ def lgamma_array(xp, x):
 
 
 # Bernoulli terms of the asymptotic expansions, from the highest power down.
-_PSI_ASYM = (-1.0 / 12, 1.0 / 120, -1.0 / 252, 1.0 / 240, -1.0 / 132, 691.0 / 32760,
-             -1.0 / 12)[::-1]
-_PSI1_ASYM = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730,
-              7.0 / 6)[::-1]
+_PSI_ASYM = (-1.0 / 12, 1.0 / 120, -1.0 / 252, 1.0 / 240, -1.0 / 132, 691.0 / 32760, -1.0 / 12)[
+    ::-1
+]
+_PSI1_ASYM = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6)[::-1]
 _SHIFT = 10
 
 
@@ -251,7 +294,7 @@ def _shifted(xp, y, power):
     acc = xp.zeros_like(y)
     for _ in range(_SHIFT):
         low = y < _SHIFT
-        acc = acc + xp.where(low, 1.0 / y ** power, 0.0)
+        acc = acc + xp.where(low, 1.0 / y**power, 0.0)
         y = xp.where(low, y + 1.0, y)
     return y, acc
 

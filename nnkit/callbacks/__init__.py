@@ -19,6 +19,17 @@ from nnkit.callbacks.progbar_logger import ProgbarLogger
 from nnkit.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from nnkit.callbacks.terminate_on_nan import NonFiniteLossError, TerminateOnNaN
 
-__all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
-           "ModelCheckpoint", "ReduceLROnPlateau", "LearningRateScheduler", "CSVLogger",
-           "TerminateOnNaN", "NonFiniteLossError", "BackupAndRestore"]
+__all__ = [
+    "Callback",
+    "CallbackList",
+    "History",
+    "ProgbarLogger",
+    "EarlyStopping",
+    "ModelCheckpoint",
+    "ReduceLROnPlateau",
+    "LearningRateScheduler",
+    "CSVLogger",
+    "TerminateOnNaN",
+    "NonFiniteLossError",
+    "BackupAndRestore",
+]

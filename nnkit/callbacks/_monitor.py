@@ -49,8 +49,11 @@ class MonitorComparison:
         """The monitored value in ``logs``, or None (with a warning) if it is missing."""
         value = (logs or {}).get(self.monitor)
         if value is None:
-            warnings.warn(f"{owner} is conditioned on metric '{self.monitor}', which is not "
-                          f"available; available metrics are: {', '.join(logs or {})}",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"{owner} is conditioned on metric '{self.monitor}', which is not "
+                f"available; available metrics are: {', '.join(logs or {})}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return None
         return float(value)

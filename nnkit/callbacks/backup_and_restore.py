@@ -70,17 +70,24 @@ class BackupAndRestore(Callback):
     _runs_last = True
     _search_backup_dir = True  # False: restore only an explicit restore_from
 
-    def __init__(self, backup_dir: str | os.PathLike, save_freq: str | int = "epoch",
-                 delete_checkpoint: bool = True, *, double_checkpoint: bool = False,
-                 restore_from: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        backup_dir: str | os.PathLike,
+        save_freq: str | int = "epoch",
+        delete_checkpoint: bool = True,
+        *,
+        double_checkpoint: bool = False,
+        restore_from: str | os.PathLike | None = None,
+    ) -> None:
         super().__init__()
         if not backup_dir:
             raise ValueError("BackupAndRestore: backup_dir is required")
-        valid_int = isinstance(save_freq, int) and not isinstance(save_freq, bool) \
-            and save_freq > 0
+        valid_int = isinstance(save_freq, int) and not isinstance(save_freq, bool) and save_freq > 0
         if save_freq != "epoch" and not valid_int:
-            raise ValueError(f"BackupAndRestore: save_freq must be 'epoch' or a positive "
-                             f"integer (steps); received {save_freq!r}")
+            raise ValueError(
+                f"BackupAndRestore: save_freq must be 'epoch' or a positive "
+                f"integer (steps); received {save_freq!r}"
+            )
         self.backup_dir, self.save_freq = os.fspath(backup_dir), save_freq
         self.delete_checkpoint = delete_checkpoint
         self.keep = 2 if double_checkpoint else 1
@@ -121,9 +128,13 @@ class BackupAndRestore(Callback):
             except (io.CheckpointError, OSError) as err:
                 with contextlib.suppress(OSError):
                     os.replace(path, path + ".damaged")
-                warnings.warn(f"WARNING: the checkpoint {path} is damaged ({err}); it was "
-                              f"renamed {os.path.basename(path)}.damaged and the previous "
-                              "one is used", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"WARNING: the checkpoint {path} is damaged ({err}); it was "
+                    f"renamed {os.path.basename(path)}.damaged and the previous "
+                    "one is used",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         return None
 
     # --------------------------------------------------------------- restore
@@ -139,14 +150,18 @@ class BackupAndRestore(Callback):
         meta = io.read_checkpoint(path, sections=["extra"])
         progress = (meta.get("extra") or {}).get("fit")
         if not isinstance(progress, dict):
-            raise io.CheckpointError(f"{path} holds no training progress (extra/fit): it was "
-                                     "not written by BackupAndRestore or nnkit train")
+            raise io.CheckpointError(
+                f"{path} holds no training progress (extra/fit): it was "
+                "not written by BackupAndRestore or nnkit train"
+            )
         state = self.model._fit_state
         world = 1 if state.distributed is None else state.distributed.size
         if int(progress.get("world_size", 1)) != world:
-            raise ValueError(f"BackupAndRestore: {path} was written by a run of "
-                             f"{progress.get('world_size')} processes; it cannot be resumed "
-                             f"exactly with {world} (the batches each process sees differ)")
+            raise ValueError(
+                f"BackupAndRestore: {path} was written by a run of "
+                f"{progress.get('world_size')} processes; it cannot be resumed "
+                f"exactly with {world} (the batches each process sees differ)"
+            )
         epoch = int(progress["epoch"])
         self.restored_from, self.restored_epoch = path, epoch
         if progress["epoch_done"]:
@@ -160,8 +175,13 @@ class BackupAndRestore(Callback):
         from nnkit import io
 
         state = self.model._fit_state
-        info = io.load_checkpoint(path, model=self.model, optimizer=self.model.optimizer,
-                                  loader=self._loader(), callbacks=state.callbacks.keyed())
+        info = io.load_checkpoint(
+            path,
+            model=self.model,
+            optimizer=self.model.optimizer,
+            loader=self._loader(),
+            callbacks=state.callbacks.keyed(),
+        )
         state.load_progress(info["extra"]["fit"])
         self.on_restore(info)
 
@@ -184,8 +204,11 @@ class BackupAndRestore(Callback):
     def _finite(self) -> bool:
         import nnkit
 
-        return all(bool(nnkit.isfinite(t).all()) for t in self.model.state_dict().values()
-                   if t.is_floating_point())
+        return all(
+            bool(nnkit.isfinite(t).all())
+            for t in self.model.state_dict().values()
+            if t.is_floating_point()
+        )
 
     def save_now(self, path: str | os.PathLike | None = None) -> str | None:
         """Write a backup of the current point of ``fit`` (rank 0 only) and return its path.
@@ -208,22 +231,31 @@ class BackupAndRestore(Callback):
         if not self._is_chief():
             return None
         if not self._finite():
-            warnings.warn(f"WARNING: no checkpoint written at epoch {state.epoch + 1}, step "
-                          f"{state.step + 1}: the weights hold NaN or infinite values",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"WARNING: no checkpoint written at epoch {state.epoch + 1}, step "
+                f"{state.step + 1}: the weights hold NaN or infinite values",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return None
         in_rotation = path is None
         if in_rotation:
-            path = os.path.join(self.backup_dir, _backup_name(state.global_step,
-                                                              state.epoch_done))
+            path = os.path.join(self.backup_dir, _backup_name(state.global_step, state.epoch_done))
         path = os.fspath(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        io.save_checkpoint(path, model=self.model, optimizer=self.model.optimizer,
-                           epoch=state.epoch, step=state.global_step, loader=self._loader(),
-                           callbacks=state.callbacks.keyed(),
-                           extra={"fit": progress}, config=self.config)
+        io.save_checkpoint(
+            path,
+            model=self.model,
+            optimizer=self.model.optimizer,
+            epoch=state.epoch,
+            step=state.global_step,
+            loader=self._loader(),
+            callbacks=state.callbacks.keyed(),
+            extra={"fit": progress},
+            config=self.config,
+        )
         if in_rotation:
-            for old in self.backups(self.backup_dir)[self.keep:]:
+            for old in self.backups(self.backup_dir)[self.keep :]:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(old)
         return path

@@ -34,15 +34,23 @@ class CallbackList(Callback):
         >>> cbs.on_train_begin()
     """
 
-    def __init__(self, callbacks: Iterable[Callback] | None = None, *,
-                 add_history: bool = False, add_progbar: bool = False, model: Any = None,
-                 **params: Any) -> None:
+    def __init__(
+        self,
+        callbacks: Iterable[Callback] | None = None,
+        *,
+        add_history: bool = False,
+        add_progbar: bool = False,
+        model: Any = None,
+        **params: Any,
+    ) -> None:
         super().__init__()
         self.callbacks = list(callbacks or [])
         for cb in self.callbacks:
             if not isinstance(cb, Callback):
-                raise TypeError(f"callbacks must be nnkit.callbacks.Callback instances; "
-                                f"received {type(cb).__name__}")
+                raise TypeError(
+                    f"callbacks must be nnkit.callbacks.Callback instances; "
+                    f"received {type(cb).__name__}"
+                )
         self.history = next((cb for cb in self.callbacks if isinstance(cb, History)), None)
         if self.history is None and add_history:
             self.history = History()

@@ -35,8 +35,9 @@ class CSVLogger(Callback):
 
     rank_zero_only = True  # one process writes the file in a data-parallel fit
 
-    def __init__(self, filename: str | os.PathLike, separator: str = ",",
-                 append: bool = False) -> None:
+    def __init__(
+        self, filename: str | os.PathLike, separator: str = ",", append: bool = False
+    ) -> None:
         super().__init__()
         self.filename, self.sep, self.append = os.fspath(filename), separator, append
         self.keys: list[str] | None = None
@@ -63,8 +64,7 @@ class CSVLogger(Callback):
 
     def _open(self) -> None:
         if self._resume_at is not None:
-            file = open(self.filename, "r+" if os.path.exists(self.filename) else "w",
-                        newline="")
+            file = open(self.filename, "r+" if os.path.exists(self.filename) else "w", newline="")
             file.truncate(self._resume_at)
             file.seek(self._resume_at)
             self._needs_header = self._resume_at == 0
@@ -79,8 +79,12 @@ class CSVLogger(Callback):
         if self._file is None:
             self._open()
         if self._writer is None:
-            self._writer = csv.DictWriter(self._file, fieldnames=["epoch", *self.keys],
-                                          delimiter=self.sep, extrasaction="ignore")
+            self._writer = csv.DictWriter(
+                self._file,
+                fieldnames=["epoch", *self.keys],
+                delimiter=self.sep,
+                extrasaction="ignore",
+            )
             if self._needs_header:
                 self._writer.writeheader()
         row = {"epoch": epoch, **{k: logs.get(k, "NA") for k in self.keys}}

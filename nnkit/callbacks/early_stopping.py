@@ -37,12 +37,21 @@ class EarlyStopping(Callback):
         >>> stop.stopped_epoch
     """
 
-    def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0, patience: int = 0,
-                 verbose: int = 0, mode: str = "auto", baseline: float | None = None,
-                 restore_best_weights: bool = False, start_from_epoch: int = 0) -> None:
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        min_delta: float = 0.0,
+        patience: int = 0,
+        verbose: int = 0,
+        mode: str = "auto",
+        baseline: float | None = None,
+        restore_best_weights: bool = False,
+        start_from_epoch: int = 0,
+    ) -> None:
         super().__init__()
-        self.compare = MonitorComparison(monitor, resolve_mode(mode, monitor, "EarlyStopping"),
-                                         min_delta)
+        self.compare = MonitorComparison(
+            monitor, resolve_mode(mode, monitor, "EarlyStopping"), min_delta
+        )
         self.monitor, self.patience, self.verbose = monitor, int(patience), verbose
         self.baseline, self.restore_best_weights = baseline, restore_best_weights
         self.start_from_epoch = int(start_from_epoch)
@@ -84,8 +93,10 @@ class EarlyStopping(Callback):
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
         if self.restore_best_weights and self.best_weights is not None:
             if self.verbose:
-                print(f"Restoring model weights from the end of the best epoch: "
-                      f"{self.best_epoch + 1}.")
+                print(
+                    f"Restoring model weights from the end of the best epoch: "
+                    f"{self.best_epoch + 1}."
+                )
             self.model.load_state_dict(self.best_weights)
 
     def _snapshot(self) -> dict:
@@ -93,9 +104,12 @@ class EarlyStopping(Callback):
 
     def state_dict(self) -> dict[str, Any]:
         """Progress (wait, best, epochs) and, if kept, the best weights as arrays."""
-        state: dict[str, Any] = {"wait": self.wait, "best": self.best,
-                                 "best_epoch": self.best_epoch,
-                                 "stopped_epoch": self.stopped_epoch}
+        state: dict[str, Any] = {
+            "wait": self.wait,
+            "best": self.best,
+            "best_epoch": self.best_epoch,
+            "stopped_epoch": self.stopped_epoch,
+        }
         if self.best_weights is not None:
             state["best_weights"] = {k: v.numpy() for k, v in self.best_weights.items()}
         return state

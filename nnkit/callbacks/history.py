@@ -56,14 +56,18 @@ class History(Callback):
             try:
                 history[name] = np.asarray(values, dtype=np.float64)
             except (TypeError, ValueError):
-                raise TypeError(f"History: log '{name}' holds values that are not numbers "
-                                "and cannot be checkpointed") from None
+                raise TypeError(
+                    f"History: log '{name}' holds values that are not numbers "
+                    "and cannot be checkpointed"
+                ) from None
         return {"epoch": np.asarray(self.epoch, dtype=np.int64), "history": history}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (the epochs before an interruption)."""
         self.epoch = [int(e) for e in np.asarray(state_dict["epoch"]).ravel()]
-        self.history = {str(name): [float(v) for v in np.asarray(values).ravel()]
-                        for name, values in state_dict["history"].items()}
+        self.history = {
+            str(name): [float(v) for v in np.asarray(values).ravel()]
+            for name, values in state_dict["history"].items()
+        }
         if self.model is not None:
             self.model.history = self

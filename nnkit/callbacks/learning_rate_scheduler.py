@@ -41,21 +41,32 @@ class LearningRateScheduler(Callback):
         >>> model.fit(x, y, epochs=30, callbacks=[LearningRateScheduler(halve_every_10)])
     """
 
-    def __init__(self, schedule: Callable[[int, float], float] | Any, verbose: int = 0,
-                 *, monitor: str = "val_loss", interval: str = "epoch") -> None:
+    def __init__(
+        self,
+        schedule: Callable[[int, float], float] | Any,
+        verbose: int = 0,
+        *,
+        monitor: str = "val_loss",
+        interval: str = "epoch",
+    ) -> None:
         super().__init__()
         from nnkit.optim.lr_scheduler import ReduceLROnPlateau
 
         self._is_scheduler = hasattr(schedule, "step") and hasattr(schedule, "optimizer")
         if not (self._is_scheduler or callable(schedule)):
-            raise TypeError("LearningRateScheduler: schedule must be schedule(epoch, lr) -> lr "
-                            f"or an nnkit.optim.lr_scheduler object; got {type(schedule).__name__}")
+            raise TypeError(
+                "LearningRateScheduler: schedule must be schedule(epoch, lr) -> lr "
+                f"or an nnkit.optim.lr_scheduler object; got {type(schedule).__name__}"
+            )
         if interval not in ("epoch", "step"):
-            raise ValueError(f"LearningRateScheduler: interval must be 'epoch' or 'step'; "
-                             f"received {interval!r}")
+            raise ValueError(
+                f"LearningRateScheduler: interval must be 'epoch' or 'step'; received {interval!r}"
+            )
         if interval == "step" and isinstance(schedule, ReduceLROnPlateau):
-            raise ValueError("LearningRateScheduler: a ReduceLROnPlateau scheduler watches an "
-                             "epoch's logs; use interval='epoch'")
+            raise ValueError(
+                "LearningRateScheduler: a ReduceLROnPlateau scheduler watches an "
+                "epoch's logs; use interval='epoch'"
+            )
         self.schedule, self.verbose, self.monitor = schedule, verbose, monitor
         self.interval, self._step = interval, 0
 
@@ -65,8 +76,10 @@ class LearningRateScheduler(Callback):
     def _apply(self, index: int, what: str) -> float:
         lr = self.schedule(index, float(self._groups()[0]["lr"]))
         if not isinstance(lr, (int, float)) or isinstance(lr, bool):
-            raise TypeError(f"LearningRateScheduler: the schedule must return a float; got "
-                            f"{type(lr).__name__} at {what} {index}")
+            raise TypeError(
+                f"LearningRateScheduler: the schedule must return a float; got "
+                f"{type(lr).__name__} at {what} {index}"
+            )
         for group in self._groups():
             group["lr"] = float(lr)
         return float(lr)
@@ -103,8 +116,10 @@ class LearningRateScheduler(Callback):
 
     def state_dict(self) -> dict[str, Any]:
         """The wrapped scheduler's state (a function's: none) and the step count."""
-        return {"scheduler": self.schedule.state_dict() if self._is_scheduler else {},
-                "step": self._step}
+        return {
+            "scheduler": self.schedule.state_dict() if self._is_scheduler else {},
+            "step": self._step,
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""

@@ -40,23 +40,33 @@ class ModelCheckpoint(Callback):
 
     rank_zero_only = True  # one process writes the file in a data-parallel fit
 
-    def __init__(self, filepath: str | os.PathLike, monitor: str = "val_loss",
-                 verbose: int = 0, save_best_only: bool = False,
-                 save_weights_only: bool = False, mode: str = "auto",
-                 save_freq: str | int = "epoch",
-                 initial_value_threshold: float | None = None) -> None:
+    def __init__(
+        self,
+        filepath: str | os.PathLike,
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "auto",
+        save_freq: str | int = "epoch",
+        initial_value_threshold: float | None = None,
+    ) -> None:
         super().__init__()
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
-            raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive "
-                             f"integer; received {save_freq!r}")
+            raise ValueError(
+                f"ModelCheckpoint: save_freq must be 'epoch' or a positive "
+                f"integer; received {save_freq!r}"
+            )
         self.filepath, self.monitor, self.verbose = os.fspath(filepath), monitor, verbose
         self.save_best_only = save_best_only
         self.save_weights_only = save_weights_only or self.filepath.endswith(".weights.h5")
         self.save_freq = save_freq
-        self.compare = MonitorComparison(monitor,
-                                         resolve_mode(mode, monitor, "ModelCheckpoint"))
-        self.best = (self.compare.worst if initial_value_threshold is None
-                     else float(initial_value_threshold))
+        self.compare = MonitorComparison(monitor, resolve_mode(mode, monitor, "ModelCheckpoint"))
+        self.best = (
+            self.compare.worst
+            if initial_value_threshold is None
+            else float(initial_value_threshold)
+        )
         self._batches_seen, self._epoch = 0, 0
 
     @property
@@ -103,8 +113,10 @@ class ModelCheckpoint(Callback):
         try:
             return self.filepath.format(**fields)
         except KeyError as exc:
-            raise KeyError(f"ModelCheckpoint: filepath {self.filepath!r} needs {exc}, which "
-                           f"is not in the logs ({', '.join(sorted(fields))})") from None
+            raise KeyError(
+                f"ModelCheckpoint: filepath {self.filepath!r} needs {exc}, which "
+                f"is not in the logs ({', '.join(sorted(fields))})"
+            ) from None
 
     def state_dict(self) -> dict[str, Any]:
         """The best value so far and the batch count."""

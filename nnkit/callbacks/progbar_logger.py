@@ -13,8 +13,9 @@ __all__ = ["ProgbarLogger"]
 
 def format_logs(logs: dict | None) -> str:
     """``'loss: 0.1234 - accuracy: 0.9500'`` (Keras's one-line form)."""
-    return " - ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}"
-                      for k, v in (logs or {}).items())
+    return " - ".join(
+        f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in (logs or {}).items()
+    )
 
 
 class ProgbarLogger(Callback):
@@ -52,15 +53,23 @@ class ProgbarLogger(Callback):
             from tqdm.auto import tqdm  # a widget in a notebook, text on a terminal
             from tqdm.contrib.logging import logging_redirect_tqdm
 
-            self._bar = tqdm(total=self.params.get("steps"), desc=desc, unit="step",
-                             file=sys.stdout, leave=True, dynamic_ncols=True)
+            self._bar = tqdm(
+                total=self.params.get("steps"),
+                desc=desc,
+                unit="step",
+                file=sys.stdout,
+                leave=True,
+                dynamic_ncols=True,
+            )
             # a logging call while the bar is shown prints on its own line above it
             self._logging = logging_redirect_tqdm(tqdm_class=type(self._bar))
             self._logging.__enter__()
 
     def _postfix(self, logs: dict | None, refresh: bool) -> None:
-        self._bar.set_postfix({k: f"{v:.4g}" for k, v in (logs or {}).items()
-                               if isinstance(v, float)}, refresh=refresh)
+        self._bar.set_postfix(
+            {k: f"{v:.4g}" for k, v in (logs or {}).items() if isinstance(v, float)},
+            refresh=refresh,
+        )
 
     def _advance(self, logs: dict | None) -> None:
         self._seen += 1
@@ -77,8 +86,11 @@ class ProgbarLogger(Callback):
         elif self._verbose == 2:
             seconds = time.perf_counter() - self._start
             steps = self.params.get("steps")
-            parts = [title, f"{self._seen}/{steps if steps is not None else self._seen}",
-                     f"{seconds:.1f}s"] + ([format_logs(logs)] if logs else [])
+            parts = [
+                title,
+                f"{self._seen}/{steps if steps is not None else self._seen}",
+                f"{seconds:.1f}s",
+            ] + ([format_logs(logs)] if logs else [])
             print(" - ".join(parts), file=sys.stdout, flush=True)
 
     def on_train_begin(self, logs=None):

@@ -37,17 +37,28 @@ class ReduceLROnPlateau(Callback):
         >>> model.fit(x, y, epochs=50, validation_split=0.1, callbacks=[plateau])
     """
 
-    def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10,
-                 verbose: int = 0, mode: str = "auto", min_delta: float = 1e-4,
-                 cooldown: int = 0, min_lr: float = 0.0) -> None:
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        factor: float = 0.1,
+        patience: int = 10,
+        verbose: int = 0,
+        mode: str = "auto",
+        min_delta: float = 1e-4,
+        cooldown: int = 0,
+        min_lr: float = 0.0,
+    ) -> None:
         super().__init__()
         if not 0.0 < factor < 1.0:
-            raise ValueError(f"ReduceLROnPlateau does not support a factor >= 1.0 (or <= 0); "
-                             f"received factor={factor}")
+            raise ValueError(
+                f"ReduceLROnPlateau does not support a factor >= 1.0 (or <= 0); "
+                f"received factor={factor}"
+            )
         self.monitor, self.factor, self.patience = monitor, float(factor), int(patience)
         self.verbose, self.cooldown, self.min_lr = verbose, int(cooldown), float(min_lr)
         self.compare = MonitorComparison(
-            monitor, resolve_mode(mode, monitor, "ReduceLROnPlateau"), min_delta)
+            monitor, resolve_mode(mode, monitor, "ReduceLROnPlateau"), min_delta
+        )
         self._reset()
 
     def _reset(self) -> None:
@@ -85,8 +96,10 @@ class ReduceLROnPlateau(Callback):
         for group in reducible:
             group["lr"] = max(group["lr"] * self.factor, self.min_lr)
         if self.verbose:
-            print(f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to "
-                  f"{groups[0]['lr']:.4g}.")
+            print(
+                f"Epoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to "
+                f"{groups[0]['lr']:.4g}."
+            )
         self.cooldown_counter, self.wait = self.cooldown, 0
 
     def state_dict(self) -> dict[str, Any]:

@@ -181,9 +181,7 @@ def predict(
 def export(
     config: ConfigArg,
     checkpoint: CheckpointOpt,
-    output: Annotated[
-        Path, typer.Option(help="The .onnx file to write.", show_default=False)
-    ],
+    output: Annotated[Path, typer.Option(help="The .onnx file to write.", show_default=False)],
     opset: Annotated[int | None, typer.Option(help="The ONNX opset (default 17).")] = None,
     set_: SetOpt = None,
 ) -> None:

@@ -333,8 +333,9 @@ def optimizer_spec(config: dict) -> tuple[type, dict[str, Any]]:
     if kwargs.pop("keras", False) is True:  # nnkit.optimizers: Keras's arguments and rules
         from nnkit import optimizers
 
-        table = {n.lower(): getattr(optimizers, n) for n in optimizers.__all__
-                 if n.lower() in OPTIMIZERS}
+        table = {
+            n.lower(): getattr(optimizers, n) for n in optimizers.__all__ if n.lower() in OPTIMIZERS
+        }
         cls = _resolve("optimizer.name", name.lower(), table, "optimizer")
         _bind("optimizer", cls, kwargs)
         return cls, kwargs

@@ -143,7 +143,10 @@ def _test_logs(config: Config, model: Any, data: Data) -> None:
     if data.x_test is None:
         return
     logs = model.evaluate(
-        data.x_test, data.y_test, batch_size=config["data"]["batch_size"], verbose=0,
+        data.x_test,
+        data.y_test,
+        batch_size=config["data"]["batch_size"],
+        verbose=0,
         return_dict=True,
     )
     print(f"{_format_logs(logs, 'test ')} ({len(data.x_test)} test samples)")
@@ -283,8 +286,14 @@ def train(
     comm = _communicator(config)
     try:
         with _quiet_unless(comm.is_chief):
-            _train(config, comm, resume=resume, dry_run=dry_run, allow_change=allow_change,
-                   command=_resume_command(config_path, overrides, device))
+            _train(
+                config,
+                comm,
+                resume=resume,
+                dry_run=dry_run,
+                allow_change=allow_change,
+                command=_resume_command(config_path, overrides, device),
+            )
     except CLIError as stop:
         if comm.world_size > 1 and stop.exit_code == 1:
             # one rank's non-finite loss: the others wait in a collective; end them all
@@ -304,16 +313,26 @@ def _resume_command(config_path: Path, overrides: Sequence[str], device: str | N
     return shlex.join(words + ["--resume", "auto"])
 
 
-def _train(config: Config, comm: Any, *, resume: str | None, dry_run: bool,
-           allow_change: Sequence[str], command: str) -> None:
+def _train(
+    config: Config,
+    comm: Any,
+    *,
+    resume: str | None,
+    dry_run: bool,
+    allow_change: Sequence[str],
+    command: str,
+) -> None:
     """``train`` on this process (its stdout already silenced unless it is rank 0)."""
     batch = config["data"]["batch_size"]
     if batch % comm.world_size:
         fit = [b for b in range(batch - batch % comm.world_size, 0, -comm.world_size)][:1]
-        raise ConfigError("data.batch_size", f"{batch} is the global batch, split over "
-                          f"{comm.world_size} processes: make it a multiple of "
-                          f"{comm.world_size} (e.g. {fit[0] if fit else comm.world_size}, or "
-                          f"{batch - batch % comm.world_size + comm.world_size})")
+        raise ConfigError(
+            "data.batch_size",
+            f"{batch} is the global batch, split over "
+            f"{comm.world_size} processes: make it a multiple of "
+            f"{comm.world_size} (e.g. {fit[0] if fit else comm.world_size}, or "
+            f"{batch - batch % comm.world_size + comm.world_size})",
+        )
     out_dir = Path(config["output"]["dir"])
     restore_from = resuming.resume_point(resume, out_dir / "checkpoints")
     changes = {}
@@ -351,16 +370,24 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
         with graceful_interrupts(final=process.ENDS_PROCESS), resuming.warnings_as_lines():
             return _fit(run, callbacks, comm)
     except TrainingInterrupted as stop:
-        where = (f"epoch {stop.epoch + 1}, step {stop.step + 1}" if stop.step >= 0
-                 else f"the end of epoch {stop.epoch + 1}")
-        raise RunStopped(f"Interrupted at {where}. Resume with: {command}",
-                         stop.exit_code) from None
+        where = (
+            f"epoch {stop.epoch + 1}, step {stop.step + 1}"
+            if stop.step >= 0
+            else f"the end of epoch {stop.epoch + 1}"
+        )
+        raise RunStopped(
+            f"Interrupted at {where}. Resume with: {command}", stop.exit_code
+        ) from None
     except KeyboardInterrupt:
-        raise RunStopped(f"Aborted: the last complete checkpoint is kept. Resume with: "
-                         f"{command}", 130) from None
+        raise RunStopped(
+            f"Aborted: the last complete checkpoint is kept. Resume with: {command}", 130
+        ) from None
     except NonFiniteLossError as err:
-        raise RunStopped(f"{err}; no checkpoint holds non-finite weights (the newest in "
-                         f"{run.out_dir / 'checkpoints'} is the last finite state)", 1) from None
+        raise RunStopped(
+            f"{err}; no checkpoint holds non-finite weights (the newest in "
+            f"{run.out_dir / 'checkpoints'} is the last finite state)",
+            1,
+        ) from None
 
 
 def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> None:

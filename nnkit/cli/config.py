@@ -620,8 +620,7 @@ def validate(raw: dict, *, default_dir: str = "runs/run") -> dict[str, Any]:
             _named(f"callbacks[{i}]", cb, "type") for i, cb in enumerate(top["callbacks"] or [])
         ],
         "output": check_section("output", top["output"] or {}, schema.OUTPUT),
-        "distributed": check_section("distributed", top["distributed"] or {},
-                                     schema.DISTRIBUTED),
+        "distributed": check_section("distributed", top["distributed"] or {}, schema.DISTRIBUTED),
     }
     if config["output"]["dir"] is None:
         config["output"]["dir"] = default_dir

@@ -45,5 +45,7 @@ def export(
         raise RunStopped(f"nnkit export: {err}", 2) from None
     except nnkit_onnx.UnsupportedOpError as err:
         raise RunStopped(str(err), 1) from None
-    print(f"wrote {output_path} (ONNX opset {opset or nnkit_onnx.DEFAULT_OPSET}, "
-          f"input shape [batch, {', '.join(str(d) for d in example.shape[1:])}])")
+    print(
+        f"wrote {output_path} (ONNX opset {opset or nnkit_onnx.DEFAULT_OPSET}, "
+        f"input shape [batch, {', '.join(str(d) for d in example.shape[1:])}])"
+    )

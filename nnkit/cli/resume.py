@@ -17,13 +17,20 @@ from typing import Any
 from nnkit.cli.config import Config, parse_yaml
 from nnkit.cli.errors import ConfigError
 
-__all__ = ["resume_point", "check_changes", "check_world_size", "resume_line",
-           "progress_of", "warnings_as_lines"]
+__all__ = [
+    "resume_point",
+    "check_changes",
+    "check_world_size",
+    "resume_line",
+    "progress_of",
+    "warnings_as_lines",
+]
 
 
 @contextlib.contextmanager
 def warnings_as_lines() -> Iterator[None]:
     """Show warnings as their message alone on stderr (``WARNING: ...``)."""
+
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
         text = str(message)
         print(text if text.startswith("WARNING") else f"WARNING: {text}", file=sys.stderr)
@@ -65,18 +72,31 @@ def resume_point(resume: str | None, checkpoints: Path) -> Path | None:
 
 # Keys that may change on resume without --allow-change: they alter neither the model,
 # the data nor the loss.
-_FREE_KEYS = ("train.epochs", "train.verbose", "train.stop_on_nonfinite", "callbacks",
-              "output", "device", "distributed.timeout")
+_FREE_KEYS = (
+    "train.epochs",
+    "train.verbose",
+    "train.stop_on_nonfinite",
+    "callbacks",
+    "output",
+    "device",
+    "distributed.timeout",
+)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         items = value.items()
-        return {k: v for key, item in items
-                for k, v in _flatten(item, f"{prefix}.{key}" if prefix else str(key)).items()}
+        return {
+            k: v
+            for key, item in items
+            for k, v in _flatten(item, f"{prefix}.{key}" if prefix else str(key)).items()
+        }
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return {k: v for i, item in enumerate(value)
-                for k, v in _flatten(item, f"{prefix}[{i}]").items()}
+        return {
+            k: v
+            for i, item in enumerate(value)
+            for k, v in _flatten(item, f"{prefix}[{i}]").items()
+        }
     return {prefix: value}
 
 
@@ -84,8 +104,9 @@ def _covered(key: str, prefixes: Sequence[str]) -> bool:
     return any(key == p or key.startswith((p + ".", p + "[")) for p in prefixes)
 
 
-def check_changes(config: Config, checkpoint: Path, allowed: Sequence[str]
-                  ) -> dict[str, tuple[Any, Any]]:
+def check_changes(
+    config: Config, checkpoint: Path, allowed: Sequence[str]
+) -> dict[str, tuple[Any, Any]]:
     """Compare the config with the one stored in ``checkpoint``.
 
     Returns:
@@ -102,10 +123,14 @@ def check_changes(config: Config, checkpoint: Path, allowed: Sequence[str]
         print(f"note: {checkpoint} records no config; its changes cannot be checked")
         return {}
     old, new = _flatten(parse_yaml(text, "--resume")), _flatten(config.values)
-    changed = {k: (old.get(k, "<absent>"), new.get(k, "<absent>"))
-               for k in sorted(set(old) | set(new)) if old.get(k, None) != new.get(k, None)}
-    refused = {k: v for k, v in changed.items()
-               if not _covered(k, _FREE_KEYS) and not _covered(k, allowed)}
+    changed = {
+        k: (old.get(k, "<absent>"), new.get(k, "<absent>"))
+        for k in sorted(set(old) | set(new))
+        if old.get(k, None) != new.get(k, None)
+    }
+    refused = {
+        k: v for k, v in changed.items() if not _covered(k, _FREE_KEYS) and not _covered(k, allowed)
+    }
     if refused:
         listed = "; ".join(f"{k}: {o!r} -> {n!r}" for k, (o, n) in refused.items())
         raise ConfigError(

@@ -75,11 +75,19 @@ class RunCheckpoints(BackupAndRestore):
 
     _search_backup_dir = False
 
-    def __init__(self, directory: Path, save_freq: str | int, keep: int,
-                 restore_from: Path | None, final: Path, config: str,
-                 optimizer_changes: dict[str, Any]) -> None:
-        super().__init__(directory, save_freq=save_freq, delete_checkpoint=False,
-                         restore_from=restore_from)
+    def __init__(
+        self,
+        directory: Path,
+        save_freq: str | int,
+        keep: int,
+        restore_from: Path | None,
+        final: Path,
+        config: str,
+        optimizer_changes: dict[str, Any],
+    ) -> None:
+        super().__init__(
+            directory, save_freq=save_freq, delete_checkpoint=False, restore_from=restore_from
+        )
         self.keep, self.final, self.config = keep, final, config
         self.optimizer_changes = optimizer_changes
 
@@ -163,8 +171,7 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
         for key, label in ((name, "train"), (f"val_{name}", "validation")):
             if key in history:
                 values = history[key]
-                ax.plot(range(1, len(values) + 1), values, marker="o", markersize=3,
-                        label=label)
+                ax.plot(range(1, len(values) + 1), values, marker="o", markersize=3, label=label)
         ax.set_title(name)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

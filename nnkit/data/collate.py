@@ -128,8 +128,9 @@ def empty_like_batch(batch: Any) -> Any:
         parts = [empty_like_batch(value) for value in batch]
         return type(batch)(*parts) if hasattr(batch, "_fields") else tuple(parts)
     if isinstance(batch, list):  # a list of arrays keeps them; a list of strings empties
-        parts = [v for v in batch if isinstance(v, (np.ndarray, Mapping, tuple, list))
-                 or _is_tensor(v)]
+        parts = [
+            v for v in batch if isinstance(v, (np.ndarray, Mapping, tuple, list)) or _is_tensor(v)
+        ]
         return [empty_like_batch(v) for v in batch] if batch and len(parts) == len(batch) else []
     if isinstance(batch, np.ndarray) or _is_tensor(batch):
         return batch[:0]

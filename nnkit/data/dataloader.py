@@ -210,8 +210,9 @@ class DataLoader:
         except (TypeError, ValueError) as exc:  # name the batch in the message itself
             shown = indices.tolist()[:16]
             more = ", ..." if len(indices) > 16 else ""
-            raise type(exc)(f"{exc} (collating batch {batch_index}, dataset indices "
-                            f"{str(shown)[:-1]}{more}])") from exc
+            raise type(exc)(
+                f"{exc} (collating batch {batch_index}, dataset indices {str(shown)[:-1]}{more}])"
+            ) from exc
         except Exception as exc:
             _add_note(exc, f"(raised while DataLoader collated batch {batch_index})")
             raise

@@ -337,15 +337,20 @@ class DistributedBatchSampler(BatchSampler):
         [[1, 3], []]
     """
 
-    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool,
-                 num_replicas: int, rank: int) -> None:
+    def __init__(
+        self, sampler: Iterable[int], batch_size: int, drop_last: bool, num_replicas: int, rank: int
+    ) -> None:
         super().__init__(sampler, batch_size, drop_last)
         if not isinstance(num_replicas, int) or num_replicas < 1:
-            raise ValueError("DistributedBatchSampler: num_replicas must be a positive "
-                             f"integer, got {num_replicas}")
+            raise ValueError(
+                "DistributedBatchSampler: num_replicas must be a positive "
+                f"integer, got {num_replicas}"
+            )
         if not isinstance(rank, int) or not 0 <= rank < num_replicas:
-            raise ValueError(f"DistributedBatchSampler: invalid rank {rank}, rank should be in "
-                             f"the interval [0, {num_replicas - 1}]")
+            raise ValueError(
+                f"DistributedBatchSampler: invalid rank {rank}, rank should be in "
+                f"the interval [0, {num_replicas - 1}]"
+            )
         self.num_replicas, self.rank = num_replicas, rank
 
     def __iter__(self) -> Iterator[np.ndarray]:

@@ -209,8 +209,9 @@ class _DaemonPool:
             self._futures = [f for f in self._futures if not f.done()]
         self._tasks.put((future, fn, args))
         if not self._idle.acquire(timeout=0) and len(self._threads) < self._limit:
-            thread = threading.Thread(target=self._run, daemon=True,
-                                      name=f"nnkit-data_{len(self._threads)}")
+            thread = threading.Thread(
+                target=self._run, daemon=True, name=f"nnkit-data_{len(self._threads)}"
+            )
             thread.start()
             self._threads.append(thread)
         return future

@@ -118,8 +118,12 @@ def _abort_on_uncaught_exceptions(comm: MPICommunicator) -> None:
             previous(kind, value, traceback)
             return
         previous(kind, value, traceback)
-        print(f"[rank {comm.rank} of {comm.world_size}] {kind.__name__}: {value} -- aborting "
-              "the whole job", file=sys.stderr, flush=True)
+        print(
+            f"[rank {comm.rank} of {comm.world_size}] {kind.__name__}: {value} -- aborting "
+            "the whole job",
+            file=sys.stderr,
+            flush=True,
+        )
         time.sleep(0.2)  # let mpiexec forward the output before it ends every rank
         comm.abort(1)
 

@@ -79,8 +79,9 @@ class MPICommunicator(Communicator):
         self.comm = self._MPI.COMM_WORLD if comm is None else comm
         self.rank, self.world_size = self.comm.Get_rank(), self.comm.Get_size()
         self._nccl: nccl.NcclGroup | None = None
-        self._watchdog = Watchdog(seconds, self._timed_out,
-                                  prefix=f"[rank {self.rank} of {self.world_size}]")
+        self._watchdog = Watchdog(
+            seconds, self._timed_out, prefix=f"[rank {self.rank} of {self.world_size}]"
+        )
 
     @property
     def timeout(self) -> float:

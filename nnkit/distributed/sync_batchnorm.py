@@ -65,8 +65,12 @@ class _SyncBatchNormFunction(Function):
         local = input.numel() // c
         # The sums are accumulated in the input's dtype, reduced and divided in float64
         # (the count travels with them: one collective).
-        packed = cat([input.sum(dims).to(float64),
-                      tensor([float(local)], dtype=float64, device=input.device)])
+        packed = cat(
+            [
+                input.sum(dims).to(float64),
+                tensor([float(local)], dtype=float64, device=input.device),
+            ]
+        )
         comm.allreduce_(packed)
         count = int(round(packed[c].item()))
         ctx.comm, ctx.count, ctx.share = comm, count, share
@@ -77,7 +81,8 @@ class _SyncBatchNormFunction(Function):
             raise ValueError(
                 "SyncBatchNorm: expected more than 1 value per channel when training, got 1 "
                 f"over the whole group of {comm.world_size} (this rank's input has shape "
-                f"{tuple(input.shape)})")
+                f"{tuple(input.shape)})"
+            )
         mean64 = packed[:c] / count
         mean = mean64.to(input.dtype)
         centered = input - _channel_view(mean, ndim)
@@ -109,8 +114,9 @@ class _SyncBatchNormFunction(Function):
             else:
                 scale = ctx.count * (1.0 if share is None else float(share))
                 means = (packed / scale).to(g.dtype)
-                dx = (g - _channel_view(means[:c], ndim)
-                      - xhat * _channel_view(means[c:], ndim)) * _channel_view(invstd, ndim)
+                dx = (
+                    g - _channel_view(means[:c], ndim) - xhat * _channel_view(means[c:], ndim)
+                ) * _channel_view(invstd, ndim)
         if is_grad_enabled():  # create_graph=True: dx may not be differentiated again
             dx = _NoDoubleBackward.apply(grad_output, input, (dx,))
         return (dx,) + none
@@ -128,7 +134,8 @@ class _NoDoubleBackward(Function):
         raise RuntimeError(
             "SyncBatchNorm does not support double backward (differentiating its input "
             "gradient again, e.g. for a gradient penalty), as torch's does not; use "
-            "BatchNorm for that computation")
+            "BatchNorm for that computation"
+        )
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -165,15 +172,26 @@ class SyncBatchNorm(_BatchNorm):
     _fit_group: Communicator | None = None
     _fit_share: Callable[[], Any] | None = None
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True,
-                 process_group: Communicator | None = None, *, device=None,
-                 dtype=None) -> None:
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: Communicator | None = None,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         if process_group is not None and not isinstance(process_group, Communicator):
-            raise TypeError("SyncBatchNorm: process_group must be an nnkit.distributed."
-                            f"Communicator or None; received {type(process_group).__name__}")
-        super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         device=device, dtype=dtype)
+            raise TypeError(
+                "SyncBatchNorm: process_group must be an nnkit.distributed."
+                f"Communicator or None; received {type(process_group).__name__}"
+            )
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device=device, dtype=dtype
+        )
         self.process_group = process_group
 
     def _group(self) -> Communicator | None:
@@ -188,14 +206,18 @@ class SyncBatchNorm(_BatchNorm):
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim < 2:
-            raise ValueError(f"SyncBatchNorm: expected at least 2D input, got input of shape "
-                             f"{tuple(input.shape)}")
+            raise ValueError(
+                f"SyncBatchNorm: expected at least 2D input, got input of shape "
+                f"{tuple(input.shape)}"
+            )
         comm = self._group() if self.training else None
         if comm is None:
             return super().forward(input)
         if input.shape[1] != self.num_features:
-            raise ShapeError(f"SyncBatchNorm: expected {self.num_features} channels (dimension "
-                             f"1), got input of shape {tuple(input.shape)}")
+            raise ShapeError(
+                f"SyncBatchNorm: expected {self.num_features} channels (dimension "
+                f"1), got input of shape {tuple(input.shape)}"
+            )
         factor = 0.0 if self.momentum is None else self.momentum
         if self.track_running_stats:
             with no_grad():
@@ -208,10 +230,10 @@ class SyncBatchNorm(_BatchNorm):
         mean, var, count = stats
         if self.track_running_stats and count:
             with no_grad():  # BatchNorm's update, with the global statistics
-                self.running_mean.mul_(1 - factor).add_(mean.to(self.running_mean.dtype)
-                                                        * factor)
-                self.running_var.mul_(1 - factor).add_(var.to(self.running_var.dtype)
-                                                       * (factor * count / (count - 1)))
+                self.running_mean.mul_(1 - factor).add_(mean.to(self.running_mean.dtype) * factor)
+                self.running_var.mul_(1 - factor).add_(
+                    var.to(self.running_var.dtype) * (factor * count / (count - 1))
+                )
         if self.weight is not None:
             out = out * _channel_view(self.weight, input.ndim)
         if self.bias is not None:
@@ -219,8 +241,9 @@ class SyncBatchNorm(_BatchNorm):
         return out
 
     @classmethod
-    def convert_sync_batchnorm(cls, module: Module,
-                               process_group: Communicator | None = None) -> Module:
+    def convert_sync_batchnorm(
+        cls, module: Module, process_group: Communicator | None = None
+    ) -> Module:
         """Replace every BatchNorm layer of ``module`` (recursively) with a SyncBatchNorm.
 
         As torch's: each new layer takes over the old one's parameters and buffers (the
@@ -243,14 +266,21 @@ class SyncBatchNorm(_BatchNorm):
         return cls._convert(module, process_group, {})
 
     @classmethod
-    def _convert(cls, module: Module, process_group: Communicator | None,
-                 memo: dict[int, Module]) -> Module:
+    def _convert(
+        cls, module: Module, process_group: Communicator | None, memo: dict[int, Module]
+    ) -> Module:
         if id(module) in memo:  # a layer used twice is replaced by one new layer
             return memo[id(module)]
         output = module
         if isinstance(module, _BatchNorm):
-            output = cls(module.num_features, module.eps, module.momentum, module.affine,
-                         module.track_running_stats, process_group)
+            output = cls(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                process_group,
+            )
             for name in ("weight", "bias"):
                 if module._parameters.get(name) is not None:
                     output._parameters[name] = module._parameters[name]
@@ -276,8 +306,9 @@ class SyncBatchNorm(_BatchNorm):
 
 
 @contextlib.contextmanager
-def fit_group(model: Module, comm: Communicator,
-              share: Callable[[], Any] | None = None) -> Iterator[None]:
+def fit_group(
+    model: Module, comm: Communicator, share: Callable[[], Any] | None = None
+) -> Iterator[None]:
     """Make ``comm`` the group of every SyncBatchNorm of ``model`` until the block ends.
 
     What the data-parallel ``Model.fit`` wraps its training in (a layer's own

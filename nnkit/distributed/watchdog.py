@@ -113,8 +113,9 @@ class Watchdog:
         ...     comm.Barrier()
     """
 
-    def __init__(self, timeout: float, on_timeout: Callable[[str], Any], *,
-                 prefix: str = "") -> None:
+    def __init__(
+        self, timeout: float, on_timeout: Callable[[str], Any], *, prefix: str = ""
+    ) -> None:
         self._timeout = check_timeout(timeout)
         self._on_timeout = on_timeout
         self._prefix = prefix

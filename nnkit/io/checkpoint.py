@@ -16,17 +16,31 @@ from nnkit.io.format import read_file, verify_file, write_attrs
 from nnkit.io.hdf5 import write_value
 from nnkit.random import get_rng_state, set_rng_state
 
-__all__ = ["save_checkpoint", "load_checkpoint", "save_weights", "load_weights",
-           "read_checkpoint", "verify_checkpoint"]
+__all__ = [
+    "save_checkpoint",
+    "load_checkpoint",
+    "save_weights",
+    "load_weights",
+    "read_checkpoint",
+    "verify_checkpoint",
+]
 
 PathLike = str | os.PathLike
 
 
-def save_checkpoint(path: PathLike, *, model: Any = None, optimizer: Any = None,
-                    scheduler: Any = None, epoch: int | None = None, step: int | None = None,
-                    extra: Mapping[str, Any] | None = None, loader: Any = None,
-                    callbacks: Mapping[str, Any] | None = None,
-                    config: str | Mapping[str, Any] | None = None) -> None:
+def save_checkpoint(
+    path: PathLike,
+    *,
+    model: Any = None,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    epoch: int | None = None,
+    step: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+    loader: Any = None,
+    callbacks: Mapping[str, Any] | None = None,
+    config: str | Mapping[str, Any] | None = None,
+) -> None:
     """Writes a training checkpoint: every given state plus nnkit's global RNG state.
 
     All states are gathered before the file is created, so an unbuilt lazy model raises
@@ -90,10 +104,17 @@ def save_weights(path: PathLike, module: Any) -> None:
     _write(path, {"model": module.state_dict()}, contents="weights", config=None)
 
 
-def load_checkpoint(path: PathLike, *, model: Any = None, optimizer: Any = None,
-                    scheduler: Any = None, loader: Any = None,
-                    callbacks: Mapping[str, Any] | None = None, strict: bool = True,
-                    restore_rng: bool = True) -> dict[str, Any]:
+def load_checkpoint(
+    path: PathLike,
+    *,
+    model: Any = None,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    loader: Any = None,
+    callbacks: Mapping[str, Any] | None = None,
+    strict: bool = True,
+    restore_rng: bool = True,
+) -> dict[str, Any]:
     """Restores a checkpoint into the given objects and returns everything else.
 
     The file is read and checked completely, and every requested section must be in
@@ -131,11 +152,19 @@ def load_checkpoint(path: PathLike, *, model: Any = None, optimizer: Any = None,
         ...                        loader=train_loader)
         >>> start_epoch = info["epoch"] + 1
     """
-    targets = {"model": model, "optimizer": optimizer, "scheduler": scheduler,
-               "loader": loader, "callbacks": callbacks}
+    targets = {
+        "model": model,
+        "optimizer": optimizer,
+        "scheduler": scheduler,
+        "loader": loader,
+        "callbacks": callbacks,
+    }
     content = read_file(path, expect=_expected(model))
-    _require(content, path, [name for name, obj in targets.items()
-                             if obj is not None and name != "callbacks"])
+    _require(
+        content,
+        path,
+        [name for name, obj in targets.items() if obj is not None and name != "callbacks"],
+    )
     if model is not None:
         model.load_state_dict(content["model"], strict=strict)
     for name in ("optimizer", "scheduler", "loader"):
@@ -221,8 +250,7 @@ def verify_checkpoint(path: PathLike) -> dict[str, Any]:
     return verify_file(path)
 
 
-def _write(path: PathLike, sections: dict[str, Any], *, contents: str,
-           config: str | None) -> None:
+def _write(path: PathLike, sections: dict[str, Any], *, contents: str, config: str | None) -> None:
     with atomic_h5_file(path) as file:
         write_attrs(file, contents=contents, config=config)
         for name, value in sections.items():
@@ -234,8 +262,10 @@ def _state_of(obj: Any, what: str) -> Any:
     if obj is None or isinstance(obj, Mapping):
         return obj
     if not callable(getattr(obj, "state_dict", None)):
-        raise TypeError(f"{what}: expected an object with state_dict() or a state dict, "
-                        f"got {type(obj).__name__}")
+        raise TypeError(
+            f"{what}: expected an object with state_dict() or a state dict, "
+            f"got {type(obj).__name__}"
+        )
     return obj.state_dict()
 
 
@@ -259,8 +289,10 @@ def _require(content: dict[str, Any], path: PathLike, sections: list[str]) -> No
     missing = [name for name in sections if name not in content]
     if missing:
         what = ", ".join(f"'{name}/'" for name in missing)
-        raise CheckpointError(f"{os.fspath(path)} has no {what} group (it holds: "
-                              f"{', '.join(k for k in content if k != 'attrs') or 'nothing'})")
+        raise CheckpointError(
+            f"{os.fspath(path)} has no {what} group (it holds: "
+            f"{', '.join(k for k in content if k != 'attrs') or 'nothing'})"
+        )
 
 
 def _expected(module: Any) -> dict[str, dict[str, tuple[int, ...]]] | None:
@@ -272,9 +304,13 @@ def _expected(module: Any) -> dict[str, dict[str, tuple[int, ...]]] | None:
 
 def _summary(content: dict[str, Any], targets: dict[str, Any], restore_rng: bool) -> dict:
     attrs = content["attrs"]
-    result = {"epoch": content.get("epoch"), "step": content.get("step"),
-              "extra": content.get("extra"), "config": attrs.get("config"),
-              "nnkit_version": attrs.get("nnkit_version")}
+    result = {
+        "epoch": content.get("epoch"),
+        "step": content.get("step"),
+        "extra": content.get("extra"),
+        "config": attrs.get("config"),
+        "nnkit_version": attrs.get("nnkit_version"),
+    }
     for name, obj in targets.items():
         if obj is None and name in content:
             result[name] = content[name]

@@ -55,8 +55,12 @@ def write_attrs(file: h5py.File, *, contents: str, config: str | None) -> None:
         file.attrs["config_crc32"] = np.int64(zlib.crc32(config.encode("utf-8")))
 
 
-def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None, *,
-              expect: dict[str, dict[str, tuple[int, ...]]] | None = None) -> dict[str, Any]:
+def read_file(
+    path: str | os.PathLike,
+    sections: Iterable[str] | None = None,
+    *,
+    expect: dict[str, dict[str, tuple[int, ...]]] | None = None,
+) -> dict[str, Any]:
     """Reads a checkpoint file into plain Python and NumPy values.
 
     Args:
@@ -95,8 +99,9 @@ def read_file(path: str | os.PathLike, sections: Iterable[str] | None = None, *,
     except CheckpointError:
         raise
     except MemoryError:
-        raise CheckpointError(f"{name} declares more data than fits in memory; refused "
-                              "(damaged or crafted)") from None
+        raise CheckpointError(
+            f"{name} declares more data than fits in memory; refused (damaged or crafted)"
+        ) from None
     except (OSError, RuntimeError, KeyError, ValueError) as err:
         # h5py reports reads past the end of a truncated file, or from a corrupted
         # B-tree, as one of these; undecodable text lands here too. All mean damage.
@@ -107,8 +112,7 @@ def _open(name: str) -> h5py.File:
     if not os.path.exists(name):
         raise FileNotFoundError(errno.ENOENT, "No such checkpoint file", name)
     if os.path.isdir(name):
-        raise IsADirectoryError(errno.EISDIR, "Expected a checkpoint file, found a directory",
-                                name)
+        raise IsADirectoryError(errno.EISDIR, "Expected a checkpoint file, found a directory", name)
     if not h5py.is_hdf5(name):
         raise CheckpointError(f"{name} is not an HDF5 file (or is damaged)")
     try:
@@ -131,9 +135,11 @@ def verify_file(path: str | os.PathLike) -> dict[str, Any]:
     content = read_file(path)
     version = content["attrs"]["format_version"]
     if version < CHECKSUMS_SINCE:
-        raise CheckpointError(f"{os.fspath(path)} has checkpoint format version {version}, "
-                              "which carries no checksums: it cannot be verified (load and "
-                              "save it again to add them)")
+        raise CheckpointError(
+            f"{os.fspath(path)} has checkpoint format version {version}, "
+            "which carries no checksums: it cannot be verified (load and "
+            "save it again to add them)"
+        )
     counts = {"datasets": 0, "bytes": 0}
 
     def count(_: str, node: Any) -> None:
@@ -155,28 +161,36 @@ def _check_shapes(file: h5py.File, section: str, shapes: dict[str, tuple[int, ..
         if not isinstance(node, h5py.HardLink):
             continue  # absent (the caller's strictness decides) or a link (refused later)
         dataset = group[key]
-        if isinstance(dataset, h5py.Dataset) and dataset.shape is not None and \
-                dataset.size > max(1, int(np.prod(shape))):
+        if (
+            isinstance(dataset, h5py.Dataset)
+            and dataset.shape is not None
+            and dataset.size > max(1, int(np.prod(shape)))
+        ):
             raise CheckpointError(
                 f"{file.filename}: {section}.{key}: shape {dataset.shape} in the file, but "
-                f"{tuple(shape)} is expected; refused before reading")
+                f"{tuple(shape)} is expected; refused before reading"
+            )
 
 
 def _read_section(file: h5py.File, section: str, verify: bool) -> Any:
     link = file.get(section, getlink=True)
     if not isinstance(link, h5py.HardLink):
-        raise CheckpointError(f"{file.filename}: {section}: is a {type(link).__name__}; "
-                              "links are not followed")
+        raise CheckpointError(
+            f"{file.filename}: {section}: is a {type(link).__name__}; links are not followed"
+        )
     return read_value(file[section], where=section, verify=verify)
 
 
 def _check_attrs(file: h5py.File, name: str) -> dict[str, Any]:
-    attrs = {key: _plain_attr(file.attrs[key]) for key in
-             ("nnkit_format", "format_version", "nnkit_version", "contents", "config")
-             if key in file.attrs}
+    attrs = {
+        key: _plain_attr(file.attrs[key])
+        for key in ("nnkit_format", "format_version", "nnkit_version", "contents", "config")
+        if key in file.attrs
+    }
     if attrs.get("nnkit_format") != FORMAT_NAME:
-        raise CheckpointError(f"{name} was not written by nnkit (it has no "
-                              f"nnkit_format={FORMAT_NAME!r} attribute)")
+        raise CheckpointError(
+            f"{name} was not written by nnkit (it has no nnkit_format={FORMAT_NAME!r} attribute)"
+        )
     version = attrs.get("format_version")
     if not isinstance(version, int) or version < 1:
         raise CheckpointError(f"{name} has an invalid format_version {version!r}")
@@ -184,12 +198,15 @@ def _check_attrs(file: h5py.File, name: str) -> dict[str, Any]:
         raise CheckpointError(
             f"{name} has checkpoint format version {version} (written by nnkit "
             f"{attrs.get('nnkit_version', '?')}), newer than the version {FORMAT_VERSION} "
-            "this nnkit reads; upgrade nnkit to load it")
+            "this nnkit reads; upgrade nnkit to load it"
+        )
     if "config" in attrs and version >= CHECKSUMS_SINCE:
         stored = file.attrs.get("config_crc32")
         if stored is None or int(stored) != zlib.crc32(attrs["config"].encode("utf-8")):
-            raise CheckpointError(f"{name}: the config attribute does not match its "
-                                  "checksum (config_crc32): the file is damaged")
+            raise CheckpointError(
+                f"{name}: the config attribute does not match its "
+                "checksum (config_crc32): the file is damaged"
+            )
     return attrs
 
 

@@ -42,8 +42,15 @@ import numpy as np
 from nnkit.autograd.tensor import Tensor
 from nnkit.io.errors import CheckpointError
 
-__all__ = ["write_value", "read_value", "checksum", "check_storage", "TYPE_ATTR",
-           "INT_KEYS_ATTR", "CRC_ATTR"]
+__all__ = [
+    "write_value",
+    "read_value",
+    "checksum",
+    "check_storage",
+    "TYPE_ATTR",
+    "INT_KEYS_ATTR",
+    "CRC_ATTR",
+]
 
 TYPE_ATTR = "nnkit_type"
 INT_KEYS_ATTR = "nnkit_int_keys"
@@ -122,11 +129,14 @@ def _key_name(key: Any, where: str) -> str:
             raise ValueError(f"{where}: int dict key {key} does not fit in 64 bits")
         return str(int(key))
     if not isinstance(key, str):
-        raise TypeError(f"{where}: dict key {key!r} has type {type(key).__name__}; "
-                        "keys must be str or int")
+        raise TypeError(
+            f"{where}: dict key {key!r} has type {type(key).__name__}; keys must be str or int"
+        )
     if key in ("", ".") or "/" in key:
-        raise ValueError(f"{where}: dict key {key!r} is not a valid HDF5 name "
-                         "(it must be non-empty, not '.', and contain no '/')")
+        raise ValueError(
+            f"{where}: dict key {key!r} is not a valid HDF5 name "
+            "(it must be non-empty, not '.', and contain no '/')"
+        )
     return key
 
 
@@ -154,20 +164,23 @@ def _encode_leaf(value: Any, where: str) -> tuple[str, Any]:
         return "ndarray", _numeric(np.asarray(value, order="C"), where)
     if isinstance(value, np.generic):
         return "scalar", _numeric(value, where)
-    raise TypeError(f"{where}: cannot store a value of type {type(value).__name__} in a "
-                    "checkpoint (use dicts, lists, tuples, Tensors, NumPy arrays, numbers, "
-                    "strings or None)")
+    raise TypeError(
+        f"{where}: cannot store a value of type {type(value).__name__} in a "
+        "checkpoint (use dicts, lists, tuples, Tensors, NumPy arrays, numbers, "
+        "strings or None)"
+    )
 
 
 def _numeric(array: np.ndarray | np.generic, where: str) -> np.ndarray | np.generic:
     if array.dtype.kind not in _NUMERIC_KINDS:
-        raise TypeError(f"{where}: arrays of dtype {array.dtype} are not stored in "
-                        "checkpoints (only bool, integer, float and complex data)")
+        raise TypeError(
+            f"{where}: arrays of dtype {array.dtype} are not stored in "
+            "checkpoints (only bool, integer, float and complex data)"
+        )
     return array
 
 
-def read_value(node: h5py.Group | h5py.Dataset, *, where: str = "",
-               verify: bool = False) -> Any:
+def read_value(node: h5py.Group | h5py.Dataset, *, where: str = "", verify: bool = False) -> Any:
     """Reads back a value written by :func:`write_value`.
 
     A group or dataset without an ``nnkit_type`` attribute reads as a dict or a NumPy
@@ -197,8 +210,10 @@ def _read_group(group: h5py.Group, where: str, verify: bool) -> Any:
     kind = _tag(group, "dict")
     if kind == "dict":
         int_keys = {str(int(k)) for k in np.asarray(group.attrs.get(INT_KEYS_ATTR, [])).ravel()}
-        return {(int(name) if name in int_keys else name):
-                _read_child(group, name, where, verify) for name in group}
+        return {
+            (int(name) if name in int_keys else name): _read_child(group, name, where, verify)
+            for name in group
+        }
     if kind in ("list", "tuple"):
         names = sorted(group, key=lambda n: (len(n), n))
         if names != [str(i) for i in range(len(names))]:
@@ -227,8 +242,12 @@ def _read_dataset(dataset: h5py.Dataset, where: str, verify: bool) -> Any:
             _check_crc(dataset, zlib.crc32(text.encode("utf-8")), where)
         return text if kind == "str" else int(text)
     if dataset.dtype.kind not in _NUMERIC_KINDS:
-        _refuse(dataset, where, f"dtype {dataset.dtype} is not read (only numeric data and "
-                                "nnkit's own strings; nothing is ever unpickled)")
+        _refuse(
+            dataset,
+            where,
+            f"dtype {dataset.dtype} is not read (only numeric data and "
+            "nnkit's own strings; nothing is ever unpickled)",
+        )
     check_storage(dataset, where)
     data = dataset[()]
     if verify:
@@ -248,32 +267,52 @@ def check_storage(dataset: h5py.Dataset, where: str) -> None:
         CheckpointError: naming the file and the dataset.
     """
     if dataset.is_virtual:
-        _refuse(dataset, where, "is a virtual dataset (its values would be read from other "
-                                "files); refused")
+        _refuse(
+            dataset,
+            where,
+            "is a virtual dataset (its values would be read from other files); refused",
+        )
     if dataset.external:
         _refuse(dataset, where, "keeps its data in external files; refused")
     plist = dataset.id.get_create_plist()
     if plist.get_nfilters():
-        names = [plist.get_filter(i)[3].decode(errors="replace") or "?"
-                 for i in range(plist.get_nfilters())]
-        _refuse(dataset, where, f"is stored through filter(s) {names} (e.g. compression), "
-                                "which nnkit never writes; refused")
+        names = [
+            plist.get_filter(i)[3].decode(errors="replace") or "?"
+            for i in range(plist.get_nfilters())
+        ]
+        _refuse(
+            dataset,
+            where,
+            f"is stored through filter(s) {names} (e.g. compression), "
+            "which nnkit never writes; refused",
+        )
     declared = int(dataset.size) * dataset.dtype.itemsize
     available = os.path.getsize(dataset.file.filename)
     if declared > available:
-        _refuse(dataset, where, f"declares {declared} bytes of data {dataset.shape}, more "
-                                f"than the whole file holds ({available} bytes); refused "
-                                "before reading")
+        _refuse(
+            dataset,
+            where,
+            f"declares {declared} bytes of data {dataset.shape}, more "
+            f"than the whole file holds ({available} bytes); refused "
+            "before reading",
+        )
 
 
 def _check_crc(dataset: h5py.Dataset, computed: int, where: str) -> None:
     stored = dataset.attrs.get(CRC_ATTR)
     if stored is None:
-        _refuse(dataset, where, "has no checksum (nnkit_crc32): it was not written by nnkit, "
-                                "or was altered")
+        _refuse(
+            dataset,
+            where,
+            "has no checksum (nnkit_crc32): it was not written by nnkit, or was altered",
+        )
     if int(stored) != computed:
-        _refuse(dataset, where, f"checksum mismatch (stored {int(stored):08x}, data gives "
-                                f"{computed:08x}): the data is damaged")
+        _refuse(
+            dataset,
+            where,
+            f"checksum mismatch (stored {int(stored):08x}, data gives "
+            f"{computed:08x}): the data is damaged",
+        )
 
 
 def _decode_numeric(dataset: h5py.Dataset, data: Any, kind: str | None, where: str) -> Any:

@@ -14,9 +14,30 @@ from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
 from nnkit.layers.module import Module, Parameter
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Sigmoid", "Tanh", "Softmax",
-           "LogSoftmax", "Softplus", "Hardswish", "Hardsigmoid", "Mish", "GLU", "PReLU", "CELU",
-           "Softsign", "Threshold", "Hardshrink", "Softshrink", "Tanhshrink", "get_activation"]
+__all__ = [
+    "ReLU",
+    "LeakyReLU",
+    "GELU",
+    "SiLU",
+    "ELU",
+    "Sigmoid",
+    "Tanh",
+    "Softmax",
+    "LogSoftmax",
+    "Softplus",
+    "Hardswish",
+    "Hardsigmoid",
+    "Mish",
+    "GLU",
+    "PReLU",
+    "CELU",
+    "Softsign",
+    "Threshold",
+    "Hardshrink",
+    "Softshrink",
+    "Tanhshrink",
+    "get_activation",
+]
 
 
 class ReLU(Module):
@@ -55,8 +76,9 @@ class GELU(Module):
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh'. Received: "
-                             f"approximate={approximate!r}")
+            raise ValueError(
+                f"GELU: approximate must be 'none' or 'tanh'. Received: approximate={approximate!r}"
+            )
         self.approximate = approximate
 
     def forward(self, input: Tensor) -> Tensor:
@@ -194,8 +216,10 @@ def get_activation(identifier) -> Callable[[Tensor], Tensor] | None:
         return identifier
     if isinstance(identifier, str) and identifier in _BY_NAME:
         return _BY_NAME[identifier]
-    raise ValueError(f"Unknown activation: {identifier!r}; expected a callable, None or one of "
-                     f"{sorted(_BY_NAME)}")
+    raise ValueError(
+        f"Unknown activation: {identifier!r}; expected a callable, None or one of "
+        f"{sorted(_BY_NAME)}"
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -251,8 +275,9 @@ class PReLU(Module):
     """x for x > 0, a · x otherwise, with a learnable slope ``a`` (``weight``): one for all
     channels or one per channel (``num_parameters``, dimension 1 of the input)."""
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
-                 dtype=None) -> None:
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None
+    ) -> None:
         super().__init__()
         if num_parameters < 1:
             raise ValueError(f"PReLU: num_parameters must be positive, got {num_parameters}")

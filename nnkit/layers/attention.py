@@ -57,13 +57,25 @@ class MultiheadAttention(Module):
         ((2, 5, 16), (2, 5, 5))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
-                 *, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = False,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
-            raise ValueError(f"MultiheadAttention: embed_dim must be divisible by num_heads. "
-                             f"Received: embed_dim={embed_dim}, num_heads={num_heads}")
+            raise ValueError(
+                f"MultiheadAttention: embed_dim must be divisible by num_heads. "
+                f"Received: embed_dim={embed_dim}, num_heads={num_heads}"
+            )
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -99,20 +111,27 @@ class MultiheadAttention(Module):
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple:
         e = self.embed_dim
         b = self.in_proj_bias
-        bq, bk, bv = (None,) * 3 if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+        bq, bk, bv = (None,) * 3 if b is None else (b[:e], b[e : 2 * e], b[2 * e :])
         if self._qkv_same_embed_dim:
             w = self.in_proj_weight
             if query is key and key is value:  # self-attention: one matmul for Q, K and V
                 return F.linear(query, w, b).chunk(3, -1)
-            wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
+            wq, wk, wv = w[:e], w[e : 2 * e], w[2 * e :]
         else:
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor,
-                key_padding_mask: Tensor | None = None, need_weights: bool = True,
-                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
-                is_causal: bool = False):
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ):
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
@@ -133,15 +152,24 @@ class MultiheadAttention(Module):
         batched = query.ndim == 3
         if not batched or not self.batch_first:  # work in (N, L, E)
             same = query is key and key is value
-            to_batch_first = ((lambda t: t.unsqueeze(0)) if not batched
-                              else (lambda t: t.transpose(0, 1)))
+            to_batch_first = (
+                (lambda t: t.unsqueeze(0)) if not batched else (lambda t: t.transpose(0, 1))
+            )
             query = to_batch_first(query)
             key = query if same else to_batch_first(key)
             value = query if same else to_batch_first(value)
             if not batched and key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
-        out, weights = self._attend(query, key, value, key_padding_mask, attn_mask,
-                                    is_causal, need_weights, average_attn_weights)
+        out, weights = self._attend(
+            query,
+            key,
+            value,
+            key_padding_mask,
+            attn_mask,
+            is_causal,
+            need_weights,
+            average_attn_weights,
+        )
         if not batched:
             out = out.squeeze(0)
             weights = None if weights is None else weights.squeeze(0)
@@ -149,8 +177,9 @@ class MultiheadAttention(Module):
             out = out.transpose(0, 1)
         return out, weights
 
-    def _attend(self, query, key, value, key_padding_mask, attn_mask, is_causal, need_weights,
-                average):
+    def _attend(
+        self, query, key, value, key_padding_mask, attn_mask, is_causal, need_weights, average
+    ):
         n, length, _ = query.shape
         source = key.shape[1]
         h, d = self.num_heads, self.head_dim
@@ -205,14 +234,26 @@ class TransformerEncoderLayer(Module):
         (2, 10, 16)
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 *, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation="relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw
+        )
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
@@ -222,12 +263,19 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         if activation not in ("relu", "gelu") and not callable(activation):
-            raise ValueError(f"TransformerEncoderLayer: activation should be relu/gelu or a "
-                             f"callable. Received: activation={activation!r}")
+            raise ValueError(
+                f"TransformerEncoderLayer: activation should be relu/gelu or a "
+                f"callable. Received: activation={activation!r}"
+            )
         self.activation = get_activation(activation)
 
-    def forward(self, src: Tensor, src_mask: Tensor | None = None,
-                src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        src_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:
         """Encode ``src`` (shape ``(L, N, E)``, or ``(N, L, E)`` with ``batch_first``)."""
         x = src
         if self.norm_first:
@@ -237,8 +285,15 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        out = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                             need_weights=False, is_causal=is_causal)[0]
+        out = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
         return self.dropout1(out)
 
     def _ff_block(self, x):

@@ -54,8 +54,10 @@ class Configurable:
         """
         recorded = self.__dict__.get("_init_arguments")
         if recorded is None:
-            raise NotImplementedError(f"{type(self).__name__} cannot describe itself: define "
-                                      "get_config() (and from_config() if needed)")
+            raise NotImplementedError(
+                f"{type(self).__name__} cannot describe itself: define "
+                "get_config() (and from_config() if needed)"
+            )
         signature = inspect.signature(type(self).__init__)
         bound = signature.bind(self, *recorded[0], **recorded[1])
         bound.apply_defaults()
@@ -65,16 +67,20 @@ class Configurable:
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:
                 config.update(value)
             else:
-                config[name] = list(value) if parameter.kind is (
-                    inspect.Parameter.VAR_POSITIONAL) else value
+                config[name] = (
+                    list(value) if parameter.kind is (inspect.Parameter.VAR_POSITIONAL) else value
+                )
         return config
 
     @classmethod
     def from_config(cls, config: dict):
         """A new module from what :meth:`get_config` returned."""
         config = dict(config)
-        positional = [name for name, p in inspect.signature(cls.__init__).parameters.items()
-                      if p.kind is inspect.Parameter.VAR_POSITIONAL]
+        positional = [
+            name
+            for name, p in inspect.signature(cls.__init__).parameters.items()
+            if p.kind is inspect.Parameter.VAR_POSITIONAL
+        ]
         args = config.pop(positional[0], []) if positional else []
         return cls(*args, **config)
 

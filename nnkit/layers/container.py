@@ -152,10 +152,10 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-
     def get_config(self) -> dict:
         """``{'modules': [...]}``: the modules it holds now."""
         return {"modules": list(self._modules.values())}
+
     def append(self, module: Module) -> "ModuleList":
         """Add ``module`` at the end; returns self."""
         self.add_module(str(len(self._modules)), module)
@@ -203,8 +203,9 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleList is a container, not a layer: iterate over it in "
-                                  "your forward")
+        raise NotImplementedError(
+            "ModuleList is a container, not a layer: iterate over it in your forward"
+        )
 
 
 class ModuleDict(Module):
@@ -223,10 +224,10 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-
     def get_config(self) -> dict:
         """``{'modules': {...}}``: the modules it holds now, by name."""
         return {"modules": dict(self._modules)}
+
     def __getitem__(self, key: str) -> Module:
         return self._modules[key]
 
@@ -269,8 +270,9 @@ class ModuleDict(Module):
             self[key] = module
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleDict is a container, not a layer: index it in your "
-                                  "forward")
+        raise NotImplementedError(
+            "ModuleDict is a container, not a layer: index it in your forward"
+        )
 
 
 _SEQUENTIAL_INIT = Sequential.__init__.__wrapped__

@@ -15,10 +15,10 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 def _ntuple(value, n: int, name: str, layer: str) -> tuple:
     values = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(values) != n or not all(isinstance(v, int) and not isinstance(v, bool)
-                                   for v in values):
-        raise ValueError(f"{layer}: {name} must be an int or a tuple of {n} ints. Received: "
-                         f"{name}={value!r}")
+    if len(values) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise ValueError(
+            f"{layer}: {name} must be an int or a tuple of {n} ints. Received: {name}={value!r}"
+        )
     return values
 
 
@@ -27,38 +27,66 @@ class _ConvNd(Module):
 
     _nd = 0
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 *, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         name, nd = type(self).__name__, self._nd
-        for arg, value in (("in_channels", in_channels), ("out_channels", out_channels),
-                           ("groups", groups)):
+        for arg, value in (
+            ("in_channels", in_channels),
+            ("out_channels", out_channels),
+            ("groups", groups),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name}: {arg} must be a positive integer. Received: "
-                                 f"{arg}={value!r}")
+                raise ValueError(
+                    f"{name}: {arg} must be a positive integer. Received: {arg}={value!r}"
+                )
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{name}: in_channels and out_channels must be divisible by "
-                             f"groups. Received: in_channels={in_channels}, "
-                             f"out_channels={out_channels}, groups={groups}")
+            raise ValueError(
+                f"{name}: in_channels and out_channels must be divisible by "
+                f"groups. Received: in_channels={in_channels}, "
+                f"out_channels={out_channels}, groups={groups}"
+            )
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}. "
-                             f"Received: padding_mode={padding_mode!r}")
+            raise ValueError(
+                f"{name}: padding_mode must be one of {_PADDING_MODES}. "
+                f"Received: padding_mode={padding_mode!r}"
+            )
         if isinstance(padding, str) and padding not in ("same", "valid"):
-            raise ValueError(f"{name}: padding must be an int, a tuple, 'same' or 'valid'. "
-                             f"Received: padding={padding!r}")
+            raise ValueError(
+                f"{name}: padding must be an int, a tuple, 'same' or 'valid'. "
+                f"Received: padding={padding!r}"
+            )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _ntuple(kernel_size, nd, "kernel_size", name)
         self.stride = _ntuple(stride, nd, "stride", name)
         self.dilation = _ntuple(dilation, nd, "dilation", name)
-        self.padding = padding if isinstance(padding, str) else _ntuple(padding, nd, "padding",
-                                                                         name)
+        self.padding = (
+            padding if isinstance(padding, str) else _ntuple(padding, nd, "padding", name)
+        )
         if padding == "same" and any(s != 1 for s in self.stride):
-            raise ValueError(f"{name}: padding='same' is not supported for strided "
-                             f"convolutions. Received: stride={stride}")
+            raise ValueError(
+                f"{name}: padding='same' is not supported for strided "
+                f"convolutions. Received: stride={stride}"
+            )
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
-                                      device=device, dtype=dtype))
+        self.weight = Parameter(
+            empty(
+                (out_channels, in_channels // groups) + self.kernel_size, device=device, dtype=dtype
+            )
+        )
         if bias:
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
         else:
@@ -74,8 +102,10 @@ class _ConvNd(Module):
         if self.padding == "valid":
             return (0, 0) * self._nd
         if self.padding == "same":
-            pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
-                     for k, d in zip(self.kernel_size, self.dilation)]
+            pairs = [
+                (d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                for k, d in zip(self.kernel_size, self.dilation)
+            ]
         else:
             pairs = [(p, p) for p in self.padding]
         return tuple(v for pair in reversed(pairs) for v in pair)
@@ -83,14 +113,16 @@ class _ConvNd(Module):
     def _conv_forward(self, input: Tensor, conv) -> Tensor:
         if self.padding_mode != "zeros":
             input = F.pad(input, self._pad_amounts(), mode=self.padding_mode)
-            return conv(input, self.weight, self.bias, self.stride, 0, self.dilation,
-                        self.groups)
-        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                    self.groups)
+            return conv(input, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return conv(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
     def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
         if self.padding != (0,) * self._nd:
             s += f", padding={self.padding!r}"
         if self.dilation != (1,) * self._nd:

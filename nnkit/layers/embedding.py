@@ -32,30 +32,43 @@ class Embedding(Module):
         (2, 4, 3)
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 *, device=None, dtype=None, _weight: Tensor | None = None) -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        *,
+        device=None,
+        dtype=None,
+        _weight: Tensor | None = None,
+    ) -> None:
         super().__init__()
-        for name, value in (("num_embeddings", num_embeddings),
-                            ("embedding_dim", embedding_dim)):
+        for name, value in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"Embedding: {name} must be a positive integer. Received: "
-                                 f"{name}={value!r}")
+                raise ValueError(
+                    f"Embedding: {name} must be a positive integer. Received: {name}={value!r}"
+                )
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx must be within num_embeddings. "
-                                 f"Received: padding_idx={padding_idx}, "
-                                 f"num_embeddings={num_embeddings}")
+                raise ValueError(
+                    f"Embedding: padding_idx must be within num_embeddings. "
+                    f"Received: padding_idx={padding_idx}, "
+                    f"num_embeddings={num_embeddings}"
+                )
             padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = padding_idx
         if _weight is None:
-            self.weight = Parameter(empty(num_embeddings, embedding_dim, device=device,
-                                          dtype=dtype))
+            self.weight = Parameter(
+                empty(num_embeddings, embedding_dim, device=device, dtype=dtype)
+            )
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError(f"Embedding: _weight must have shape ({num_embeddings}, "
-                                 f"{embedding_dim}), got {tuple(_weight.shape)}")
+                raise ValueError(
+                    f"Embedding: _weight must have shape ({num_embeddings}, "
+                    f"{embedding_dim}), got {tuple(_weight.shape)}"
+                )
             self.weight = Parameter(_weight)
 
     def reset_parameters(self) -> None:
@@ -69,12 +82,15 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx)
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
-                        padding_idx: int | None = None) -> "Embedding":
+    def from_pretrained(
+        cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None
+    ) -> "Embedding":
         """An Embedding whose table is (a copy of) ``embeddings``; frozen by default."""
         if embeddings.ndim != 2:
-            raise ValueError(f"Embeddings parameter is expected to be 2-dimensional, got shape "
-                             f"{tuple(embeddings.shape)}")
+            raise ValueError(
+                f"Embeddings parameter is expected to be 2-dimensional, got shape "
+                f"{tuple(embeddings.shape)}"
+            )
         rows, cols = embeddings.shape
         layer = cls(rows, cols, padding_idx, _weight=embeddings.detach().clone())
         layer.weight.requires_grad_(not freeze)

@@ -68,8 +68,9 @@ def _build_map(inputs: list, outputs: list) -> tuple[list[Node], dict]:
                 finished.add(node)  # an intermediate tensor given as an input: stop here
                 continue
             if node in in_progress:
-                raise ValueError(f"Tensor {tensor!r} from layer '{node.operation.name}' is "
-                                 "part of a cycle.")
+                raise ValueError(
+                    f"Tensor {tensor!r} from layer '{node.operation.name}' is part of a cycle."
+                )
             layer_index.setdefault(node.operation, len(layer_index))
             in_progress.add(node)
             stack.append((node, True))
@@ -116,21 +117,27 @@ def map_graph(inputs: list, outputs: list) -> tuple[dict, list]:
     for depth in sorted(nodes_by_depth, reverse=True):
         for node in nodes_by_depth[depth]:
             if node.is_input and not any(id(t) in computable for t in node.output_tensors):
-                raise ValueError(f"Graph disconnected: the outputs need the input "
-                                 f"'{node.operation.name}', which is not among the model's "
-                                 f"inputs ({[t.name for t in inputs]})")
+                raise ValueError(
+                    f"Graph disconnected: the outputs need the input "
+                    f"'{node.operation.name}', which is not among the model's "
+                    f"inputs ({[t.name for t in inputs]})"
+                )
             for t in node.input_tensors:
                 if id(t) not in computable:
-                    raise ValueError(f"Graph disconnected: cannot find parent for tensor {t!r} "
-                                     f"at layer '{node.operation.name}'. The following "
-                                     f"previous layers were accessed without issue: {seen}")
+                    raise ValueError(
+                        f"Graph disconnected: cannot find parent for tensor {t!r} "
+                        f"at layer '{node.operation.name}'. The following "
+                        f"previous layers were accessed without issue: {seen}"
+                    )
             seen.append(node.operation.name)
             computable.update(id(t) for t in node.output_tensors)
     names = [layer.name for layer in layers]
     for name in names:
         if names.count(name) != 1:
-            raise ValueError(f'The name "{name}" is used {names.count(name)} times in the '
-                             "model. All layer names should be unique.")
+            raise ValueError(
+                f'The name "{name}" is used {names.count(name)} times in the '
+                "model. All layer names should be unique."
+            )
     return dict(nodes_by_depth), layers
 
 
@@ -171,9 +178,11 @@ class Functional(Model):
                 raise ValueError(f"`{what}` argument cannot be empty. Received: {what}={struct}")
             for x in flat:
                 if not isinstance(x, KerasTensor):
-                    raise ValueError(f"All `{what}` values must be KerasTensors. Received: "
-                                     f"{what}={struct!r} including invalid value {x!r} of "
-                                     f"type {type(x)}")
+                    raise ValueError(
+                        f"All `{what}` values must be KerasTensors. Received: "
+                        f"{what}={struct!r} including invalid value {x!r} of "
+                        f"type {type(x)}"
+                    )
         if isinstance(outputs, list) and len(outputs) == 1:
             outputs = outputs[0]  # Keras returns a single output unwrapped
         d = self.__dict__
@@ -184,9 +193,11 @@ class Functional(Model):
         d["_schedule"] = self._make_schedule()
         for layer in layers:
             if "." in layer.name or not layer.name:
-                raise ValueError(f"Layer name {layer.name!r} cannot be a key of the model's "
-                                 "state_dict: a layer name in a functional model must be "
-                                 "non-empty and contain no '.'")
+                raise ValueError(
+                    f"Layer name {layer.name!r} cannot be a key of the model's "
+                    "state_dict: a layer name in a functional model must be "
+                    "non-empty and contain no '.'"
+                )
             if layer is self:
                 raise ValueError("A functional model cannot contain itself")
             self._modules[layer.name] = layer
@@ -194,8 +205,12 @@ class Functional(Model):
     def _make_schedule(self) -> list[tuple[Node, list[int]]]:
         """The nodes to run in order, each with the ids of the tensors last needed by it
         (freed after it runs, so ``predict`` does not keep every activation)."""
-        order = [node for depth in sorted(self._nodes_by_depth, reverse=True)
-                 for node in self._nodes_by_depth[depth] if not node.is_input]
+        order = [
+            node
+            for depth in sorted(self._nodes_by_depth, reverse=True)
+            for node in self._nodes_by_depth[depth]
+            if not node.is_input
+        ]
         last_use: dict[int, int] = {}
         for step, node in enumerate(order):
             for t in node.input_tensors:
@@ -286,11 +301,20 @@ class Functional(Model):
         layers = []
         for layer in self._layers:
             calls = [n for n in inbound_nodes(layer) if n in kept and not n.is_input]
-            layers.append({"layer": layer, "inbound_nodes": [
-                {"args": encode(list(n.args)), "kwargs": encode(n.kwargs)} for n in calls]})
-        return {"name": self.name, "layers": layers,
-                "input_layers": encode(self._inputs_struct),
-                "output_layers": encode(self._outputs_struct)}
+            layers.append(
+                {
+                    "layer": layer,
+                    "inbound_nodes": [
+                        {"args": encode(list(n.args)), "kwargs": encode(n.kwargs)} for n in calls
+                    ],
+                }
+            )
+        return {
+            "name": self.name,
+            "layers": layers,
+            "input_layers": encode(self._inputs_struct),
+            "output_layers": encode(self._outputs_struct),
+        }
 
     @classmethod
     def from_config(cls, config: dict) -> Functional:
@@ -327,12 +351,15 @@ class Functional(Model):
                     continue
                 tensors[(layer.name, index)] = layer(*args, **kwargs)
             if len(waiting) == len(pending):
-                raise ValueError(f"cannot rebuild functional model {config['name']!r}: the "
-                                 f"call {waiting[0][1]} of layer {waiting[0][0].name!r} needs "
-                                 "a tensor that no call produces")
+                raise ValueError(
+                    f"cannot rebuild functional model {config['name']!r}: the "
+                    f"call {waiting[0][1]} of layer {waiting[0][0].name!r} needs "
+                    "a tensor that no call produces"
+                )
             pending = waiting
-        return cls(resolve(config["input_layers"]), resolve(config["output_layers"]),
-                   name=config["name"])
+        return cls(
+            resolve(config["input_layers"]), resolve(config["output_layers"]), name=config["name"]
+        )
 
     # --------------------------------------------------------------- calling
     def forward(self, *args: Any, training: bool | None = None) -> Any:
@@ -356,17 +383,23 @@ class Functional(Model):
             names = [t.name for t in refs]
             missing = [n for n in names if n not in inputs]
             if missing:
-                raise ValueError(f"{self._describe_inputs()} was called with a dict lacking "
-                                 f"the input(s) {missing}; its keys are {sorted(inputs)}")
+                raise ValueError(
+                    f"{self._describe_inputs()} was called with a dict lacking "
+                    f"the input(s) {missing}; its keys are {sorted(inputs)}"
+                )
             inputs = [inputs[n] for n in names]
         elif isinstance(struct, dict) and isinstance(inputs, dict):
             if set(inputs) != set(struct):
-                raise ValueError(f"{self._describe_inputs()} expects the keys "
-                                 f"{sorted(struct)}; received {sorted(inputs)}")
+                raise ValueError(
+                    f"{self._describe_inputs()} expects the keys "
+                    f"{sorted(struct)}; received {sorted(inputs)}"
+                )
         flat = flatten(inputs)
         if len(flat) != len(refs):
-            raise ValueError(f"{self._describe_inputs()} expects {len(refs)} input(s) "
-                             f"({[t.name for t in refs]}); received {len(flat)}")
+            raise ValueError(
+                f"{self._describe_inputs()} expects {len(refs)} input(s) "
+                f"({[t.name for t in refs]}); received {len(flat)}"
+            )
         return [self._adjust(x, ref) for x, ref in zip(flat, refs)]
 
     def _describe_inputs(self) -> str:
@@ -382,10 +415,13 @@ class Functional(Model):
         elif x.ndim == len(ref.shape) - 1 and ref.shape[-1] == 1:
             x = x.unsqueeze(-1)
         if x.ndim != len(ref.shape) or any(
-                r is not None and d != r for d, r in zip(x.shape, ref.shape)):
-            raise ValueError(f"Input '{ref.name}' of model '{self.name}' is incompatible with "
-                             f"the layer: expected shape={ref.shape}, found "
-                             f"shape={tuple(x.shape)}")
+            r is not None and d != r for d, r in zip(x.shape, ref.shape)
+        ):
+            raise ValueError(
+                f"Input '{ref.name}' of model '{self.name}' is incompatible with "
+                f"the layer: expected shape={ref.shape}, found "
+                f"shape={tuple(x.shape)}"
+            )
         return x
 
     def _run(self, flat_inputs: list[Tensor]) -> Any:

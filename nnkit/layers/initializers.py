@@ -15,9 +15,21 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops import where
 from nnkit.autograd.tensor import Tensor
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_", "torch_default_", "get_initializer"]
+__all__ = [
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "constant_",
+    "zeros_",
+    "ones_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "trunc_normal_",
+    "torch_default_",
+    "get_initializer",
+]
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -29,8 +41,16 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     Raises:
         ValueError: for an unknown nonlinearity or a non-numeric ``param``.
     """
-    linear = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-              "conv_transpose3d", "sigmoid"}
+    linear = {
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    }
     if nonlinearity in linear:
         return 1.0
     if nonlinearity == "tanh":
@@ -57,8 +77,10 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
         ValueError: for a tensor with fewer than 2 dimensions.
     """
     if tensor.ndim < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
-                         f"dimensions (got shape {tuple(tensor.shape)})")
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 "
+            f"dimensions (got shape {tuple(tensor.shape)})"
+        )
     receptive = math.prod(tensor.shape[2:])
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
@@ -82,8 +104,9 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
         return tensor.normal_(mean, std)
 
 
-def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                  b: float = 2.0) -> Tensor:
+def trunc_normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0
+) -> Tensor:
     """Fill ``tensor`` with N(mean, std²) draws redrawn until they lie in [a, b]."""
     with no_grad():
         tensor.normal_(mean, std)
@@ -125,8 +148,9 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_uniform_(
+    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"
+) -> Tensor:
     """He uniform: U(-b, b) with b = gain · √(3 / fan), gain = ``calculate_gain(nonlinearity, a)``.
 
     ``Linear`` and ``Conv*`` use ``a=√5``, which gives U(±1/√fan_in).
@@ -136,8 +160,9 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     return uniform_(tensor, -bound, bound)
 
 
-def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_normal_(
+    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"
+) -> Tensor:
     """He normal: N(0, std²) with std = gain / √fan."""
     gain = calculate_gain(nonlinearity, a)
     return normal_(tensor, 0.0, gain / math.sqrt(_fan(tensor, mode)))
@@ -187,5 +212,6 @@ def get_initializer(identifier) -> Callable[[Tensor], Tensor]:
         return identifier
     if identifier in _KERAS_NAMES:
         return _KERAS_NAMES[identifier]
-    raise ValueError(f"Unknown initializer: {identifier!r}; expected a callable or one of "
-                     f"{sorted(_KERAS_NAMES)}")
+    raise ValueError(
+        f"Unknown initializer: {identifier!r}; expected a callable or one of {sorted(_KERAS_NAMES)}"
+    )

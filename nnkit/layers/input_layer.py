@@ -16,8 +16,7 @@ def _batch_shape(shape: Any, batch_size: int | None, batch_shape: Any) -> tuple:
     if shape is not None and batch_shape is not None:
         raise ValueError("You cannot pass both `shape` and `batch_shape` at the same time.")
     if batch_size is not None and batch_shape is not None:
-        raise ValueError("You cannot pass both `batch_size` and `batch_shape` at the same "
-                         "time.")
+        raise ValueError("You cannot pass both `batch_size` and `batch_shape` at the same time.")
     if shape is None and batch_shape is None:
         raise ValueError("You must pass a `shape` argument.")
     if batch_shape is None:
@@ -29,8 +28,10 @@ def _batch_shape(shape: Any, batch_size: int | None, batch_shape: Any) -> tuple:
     dims = []
     for d in batch_shape:
         if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0):
-            raise ValueError(f"Cannot convert '{tuple(batch_shape)!r}' to a shape: dimensions "
-                             "must be non-negative integers or None")
+            raise ValueError(
+                f"Cannot convert '{tuple(batch_shape)!r}' to a shape: dimensions "
+                "must be non-negative integers or None"
+            )
         dims.append(d)
     return tuple(dims)
 
@@ -48,13 +49,20 @@ class InputLayer(Module):
             ``input_layer_1``, ...).
     """
 
-    def __init__(self, shape: Any = None, batch_size: int | None = None, dtype: Any = None,
-                 batch_shape: Any = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        shape: Any = None,
+        batch_size: int | None = None,
+        dtype: Any = None,
+        batch_shape: Any = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         self.batch_shape = _batch_shape(shape, batch_size, batch_shape)
         self.dtype = get_default_dtype() if dtype is None else to_dtype(dtype)
-        tensor = KerasTensor(self.batch_shape, self.dtype, name=self.name,
-                             history=KerasHistory(self, 0, 0))
+        tensor = KerasTensor(
+            self.batch_shape, self.dtype, name=self.name, history=KerasHistory(self, 0, 0)
+        )
         Node(self, (), {}, tensor)
 
     @property
@@ -69,8 +77,13 @@ class InputLayer(Module):
         return f"batch_shape={self.batch_shape}, dtype={self.dtype}"
 
 
-def Input(shape: Any = None, batch_size: int | None = None, dtype: Any = None,  # noqa: N802
-          batch_shape: Any = None, name: str | None = None) -> KerasTensor:
+def Input(
+    shape: Any = None,
+    batch_size: int | None = None,
+    dtype: Any = None,  # noqa: N802
+    batch_shape: Any = None,
+    name: str | None = None,
+) -> KerasTensor:
     """A symbolic input tensor for a functional model (Keras 3's ``keras.Input``).
 
     Args:
@@ -97,5 +110,6 @@ def Input(shape: Any = None, batch_size: int | None = None, dtype: Any = None,  
         >>> inputs.shape, x.shape
         ((None, 20), (None, 64))
     """
-    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype,
-                      batch_shape=batch_shape, name=name).output
+    return InputLayer(
+        shape=shape, batch_size=batch_size, dtype=dtype, batch_shape=batch_shape, name=name
+    ).output

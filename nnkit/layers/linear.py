@@ -15,8 +15,7 @@ __all__ = ["Linear", "Dense", "Identity", "Flatten"]
 
 def _check_positive(value, name: str, layer: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{layer}: {name} must be a positive integer. Received: "
-                         f"{name}={value!r}")
+        raise ValueError(f"{layer}: {name} must be a positive integer. Received: {name}={value!r}")
     return value
 
 
@@ -38,8 +37,9 @@ class Linear(Module):
         (128, 30)
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, *, device=None, dtype=None
+    ) -> None:
         super().__init__()
         self.in_features = _check_positive(in_features, "in_features", "Linear")
         self.out_features = _check_positive(out_features, "out_features", "Linear")
@@ -58,8 +58,10 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class Dense(Module):
@@ -91,9 +93,17 @@ class Dense(Module):
         (4, 10)
     """
 
-    def __init__(self, units: int, activation=None, use_bias: bool = True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", *,
-                 input_shape: tuple | None = None, in_features: int | None = None) -> None:
+    def __init__(
+        self,
+        units: int,
+        activation=None,
+        use_bias: bool = True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        *,
+        input_shape: tuple | None = None,
+        in_features: int | None = None,
+    ) -> None:
         super().__init__()
         self.units = _check_positive(units, "units", "Dense")
         self.activation = get_activation(activation)
@@ -111,8 +121,7 @@ class Dense(Module):
             self.built = True
 
     def build(self, input_shape: tuple) -> None:
-        self.in_features = _check_positive(input_shape[-1], "the input's last dimension",
-                                           "Dense")
+        self.in_features = _check_positive(input_shape[-1], "the input's last dimension", "Dense")
         self.weight = Parameter(empty(self.units, self.in_features))
         self.kernel_initializer(self.weight)
         if self.use_bias:
@@ -121,9 +130,11 @@ class Dense(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if input.shape[-1] != self.in_features:
-            raise ValueError(f"Dense(units={self.units}) was built for inputs with last "
-                             f"dimension {self.in_features}, got input of shape "
-                             f"{tuple(input.shape)}")
+            raise ValueError(
+                f"Dense(units={self.units}) was built for inputs with last "
+                f"dimension {self.in_features}, got input of shape "
+                f"{tuple(input.shape)}"
+            )
         out = F.linear(input, self.weight, self.bias)
         return out if self.activation is None else self.activation(out)
 
@@ -131,8 +142,9 @@ class Dense(Module):
         parts = [f"in_features={self.in_features}"] if self.built else []
         parts.append(f"units={self.units}")
         if self.activation is not None:
-            name = self._activation_name or getattr(self.activation, "__name__",
-                                                    type(self.activation).__name__)
+            name = self._activation_name or getattr(
+                self.activation, "__name__", type(self.activation).__name__
+            )
             parts.append(f"activation={name}")
         if not self.use_bias:
             parts.append("use_bias=False")

@@ -10,8 +10,16 @@ from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
 from nnkit.layers.module import Module
 
-__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",
-           "BCELoss", "BCEWithLogitsLoss"]
+__all__ = [
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "MSELoss",
+    "L1Loss",
+    "HuberLoss",
+    "SmoothL1Loss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -20,8 +28,10 @@ class _Loss(Module):
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
         if reduction not in _REDUCTIONS:
-            raise ValueError(f"{type(self).__name__}: reduction must be one of {_REDUCTIONS}. "
-                             f"Received: reduction={reduction!r}")
+            raise ValueError(
+                f"{type(self).__name__}: reduction must be one of {_REDUCTIONS}. "
+                f"Received: reduction={reduction!r}"
+            )
         self.reduction = reduction
 
     def extra_repr(self) -> str:
@@ -50,19 +60,31 @@ class CrossEntropyLoss(_WeightedLoss):
         >>> loss = CrossEntropyLoss()(nnkit.randn(3, 5), nnkit.tensor([1, 0, 4]))
     """
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
-                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
         super().__init__(weight, reduction)
         if not 0.0 <= label_smoothing <= 1.0:
-            raise ValueError(f"CrossEntropyLoss: label_smoothing must be in [0, 1]. Received: "
-                             f"label_smoothing={label_smoothing!r}")
+            raise ValueError(
+                f"CrossEntropyLoss: label_smoothing must be in [0, 1]. Received: "
+                f"label_smoothing={label_smoothing!r}"
+            )
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, weight=self.weight,
-                               ignore_index=self.ignore_index, reduction=self.reduction,
-                               label_smoothing=self.label_smoothing)
+        return F.cross_entropy(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
 
 
 class NLLLoss(_WeightedLoss):
@@ -74,14 +96,20 @@ class NLLLoss(_WeightedLoss):
         reduction: ``'mean'``, ``'sum'`` or ``'none'``.
     """
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
-                 reduction: str = "mean") -> None:
+    def __init__(
+        self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean"
+    ) -> None:
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+        return F.nll_loss(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+        )
 
 
 class MSELoss(_Loss):
@@ -139,8 +167,7 @@ class BCELoss(_WeightedLoss):
     """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.binary_cross_entropy(input, target, weight=self.weight,
-                                      reduction=self.reduction)
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_WeightedLoss):
@@ -152,12 +179,16 @@ class BCEWithLogitsLoss(_WeightedLoss):
         pos_weight: weight of positive examples, per class.
     """
 
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
-                 pos_weight: Tensor | None = None) -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        reduction: str = "mean",
+        pos_weight: Tensor | None = None,
+    ) -> None:
         super().__init__(weight, reduction)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
-                                                  reduction=self.reduction,
-                                                  pos_weight=self.pos_weight)
+        return F.binary_cross_entropy_with_logits(
+            input, target, weight=self.weight, reduction=self.reduction, pos_weight=self.pos_weight
+        )

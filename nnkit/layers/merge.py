@@ -25,9 +25,24 @@ from typing import Any
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.module import Module
 
-__all__ = ["Concatenate", "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum",
-           "Dot", "concatenate", "add", "subtract", "multiply", "average", "maximum",
-           "minimum", "dot"]
+__all__ = [
+    "Concatenate",
+    "Add",
+    "Subtract",
+    "Multiply",
+    "Average",
+    "Maximum",
+    "Minimum",
+    "Dot",
+    "concatenate",
+    "add",
+    "subtract",
+    "multiply",
+    "average",
+    "maximum",
+    "minimum",
+    "dot",
+]
 
 
 class _Merge(Module):
@@ -37,15 +52,21 @@ class _Merge(Module):
 
     def forward(self, inputs: Sequence[Tensor]) -> Tensor:
         if not isinstance(inputs, (list, tuple)):
-            raise ValueError("A merge layer should be called on a list of inputs. "
-                             f"Received: inputs={inputs!r} (not a list of tensors)")
+            raise ValueError(
+                "A merge layer should be called on a list of inputs. "
+                f"Received: inputs={inputs!r} (not a list of tensors)"
+            )
         if len(inputs) < self._min_inputs:
-            raise ValueError(f"A `{type(self).__name__}` layer should be called on a list of at "
-                             f"least {self._min_inputs} inputs. Received {len(inputs)} inputs.")
+            raise ValueError(
+                f"A `{type(self).__name__}` layer should be called on a list of at "
+                f"least {self._min_inputs} inputs. Received {len(inputs)} inputs."
+            )
         batch = {int(x.shape[0]) for x in inputs if x.ndim}
         if len(batch) > 1:
-            raise ValueError("Cannot merge tensors with different batch sizes. Received "
-                             f"tensors with shapes {[tuple(x.shape) for x in inputs]}")
+            raise ValueError(
+                "Cannot merge tensors with different batch sizes. Received "
+                f"tensors with shapes {[tuple(x.shape) for x in inputs]}"
+            )
         return self._merge(list(inputs))
 
     def _merge(self, inputs: list[Tensor]) -> Tensor:
@@ -89,8 +110,10 @@ class Subtract(_Elementwise):
 
     def _combine(self, inputs: list[Tensor]) -> Tensor:
         if len(inputs) != 2:
-            raise ValueError("A `Subtract` layer should be called on exactly 2 inputs. "
-                             f"Received: {len(inputs)} inputs")
+            raise ValueError(
+                "A `Subtract` layer should be called on exactly 2 inputs. "
+                f"Received: {len(inputs)} inputs"
+            )
         return inputs[0] - inputs[1]
 
 
@@ -153,11 +176,15 @@ class Concatenate(_Merge):
         ranks = {len(s) for s in shapes}
         axis = self.axis % len(shapes[0]) if shapes[0] else 0
         if len(ranks) != 1 or any(
-                tuple(d for i, d in enumerate(s) if i != axis)
-                != tuple(d for i, d in enumerate(shapes[0]) if i != axis) for s in shapes):
-            raise ValueError("A `Concatenate` layer requires inputs with matching shapes "
-                             "except for the concatenation axis. Received: "
-                             f"input_shape={shapes}")
+            tuple(d for i, d in enumerate(s) if i != axis)
+            != tuple(d for i, d in enumerate(shapes[0]) if i != axis)
+            for s in shapes
+        ):
+            raise ValueError(
+                "A `Concatenate` layer requires inputs with matching shapes "
+                "except for the concatenation axis. Received: "
+                f"input_shape={shapes}"
+            )
         return _cat(inputs, self.axis)
 
     def extra_repr(self) -> str:
@@ -185,20 +212,26 @@ def batch_dot(x: Tensor, y: Tensor, axes: Sequence[int]) -> Tensor:
         ValueError: for inputs of rank < 2, an axis 0, or sizes that do not match.
     """
     if x.ndim < 2 or y.ndim < 2:
-        raise ValueError("Cannot do batch_dot on inputs with rank < 2. Received inputs with "
-                         f"shapes {tuple(x.shape)} and {tuple(y.shape)}.")
+        raise ValueError(
+            "Cannot do batch_dot on inputs with rank < 2. Received inputs with "
+            f"shapes {tuple(x.shape)} and {tuple(y.shape)}."
+        )
     a0, a1 = axes[0] % x.ndim, axes[1] % y.ndim
     if 0 in (a0, a1):
-        raise ValueError("Cannot perform batch_dot over axis 0. If your inputs are not "
-                         "batched, add a dummy batch dimension to your inputs")
+        raise ValueError(
+            "Cannot perform batch_dot over axis 0. If your inputs are not "
+            "batched, add a dummy batch dimension to your inputs"
+        )
     if x.shape[a0] != y.shape[a1]:
-        raise ValueError(f"Cannot do batch_dot on inputs with shapes {tuple(x.shape)} and "
-                         f"{tuple(y.shape)} with axes={[a0, a1]}. x.shape[{a0}] != "
-                         f"y.shape[{a1}] ({x.shape[a0]} != {y.shape[a1]}).")
+        raise ValueError(
+            f"Cannot do batch_dot on inputs with shapes {tuple(x.shape)} and "
+            f"{tuple(y.shape)} with axes={[a0, a1]}. x.shape[{a0}] != "
+            f"y.shape[{a1}] ({x.shape[a0]} != {y.shape[a1]})."
+        )
     x_rest = [d for i, d in enumerate(x.shape) if i != a0]
     y_rest = [d for i, d in enumerate(y.shape) if i not in (0, a1)]
-    xm = x.movedim(a0, -1).reshape(x.shape[0], -1, x.shape[a0])      # (B, X, K)
-    ym = y.movedim(a1, 1).reshape(y.shape[0], y.shape[a1], -1)       # (B, K, Y)
+    xm = x.movedim(a0, -1).reshape(x.shape[0], -1, x.shape[a0])  # (B, X, K)
+    ym = y.movedim(a1, 1).reshape(y.shape[0], y.shape[a1], -1)  # (B, K, Y)
     out = xm.matmul(ym).reshape(tuple(x_rest + y_rest))
     return out.unsqueeze(-1) if out.ndim == 1 else out
 
@@ -227,25 +260,32 @@ class Dot(_Merge):
         super().__init__()
         if not isinstance(axes, int):
             if not isinstance(axes, (list, tuple)):
-                raise TypeError("Invalid type for argument `axes`: it should be a list or an "
-                                f"int. Received: axes={axes!r}")
+                raise TypeError(
+                    "Invalid type for argument `axes`: it should be a list or an "
+                    f"int. Received: axes={axes!r}"
+                )
             if len(axes) != 2:
-                raise ValueError("Invalid format for argument `axes`: it should contain two "
-                                 f"elements. Received: axes={axes!r}")
+                raise ValueError(
+                    "Invalid format for argument `axes`: it should contain two "
+                    f"elements. Received: axes={axes!r}"
+                )
             if not all(isinstance(a, int) for a in axes):
-                raise ValueError("Invalid format for argument `axes`: list elements should be "
-                                 f"integers. Received: axes={axes!r}")
+                raise ValueError(
+                    "Invalid format for argument `axes`: list elements should be "
+                    f"integers. Received: axes={axes!r}"
+                )
         self.axes = axes
         self.normalize = normalize
 
     def _merge(self, inputs: list[Tensor]) -> Tensor:
         if len(inputs) != 2:
-            raise ValueError("A `Dot` layer should be called on exactly 2 inputs. Received: "
-                             f"{len(inputs)} inputs")
+            raise ValueError(
+                "A `Dot` layer should be called on exactly 2 inputs. Received: "
+                f"{len(inputs)} inputs"
+            )
         x1, x2 = inputs
         if isinstance(self.axes, int):
-            axes = [self.axes % x1.ndim, self.axes % x2.ndim] if self.axes < 0 else [
-                self.axes] * 2
+            axes = [self.axes % x1.ndim, self.axes % x2.ndim] if self.axes < 0 else [self.axes] * 2
         else:
             axes = [a % x.ndim if a < 0 else a for a, x in zip(self.axes, inputs)]
         if self.normalize:
@@ -291,7 +331,8 @@ def minimum(inputs: Sequence[Any], **kwargs: Any) -> Any:
     return Minimum(**kwargs)(inputs)
 
 
-def dot(inputs: Sequence[Any], axes: int | Sequence[int] = -1, normalize: bool = False,
-        **kwargs: Any) -> Any:
+def dot(
+    inputs: Sequence[Any], axes: int | Sequence[int] = -1, normalize: bool = False, **kwargs: Any
+) -> Any:
     """``Dot(axes=axes, normalize=normalize, **kwargs)(inputs)``."""
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

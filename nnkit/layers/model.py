@@ -25,8 +25,11 @@ __all__ = ["Model"]
 
 def functional_init_arguments(args: tuple, kwargs: dict) -> bool:
     """Whether ``Model(...)`` was given ``inputs`` and ``outputs`` (Keras's test)."""
-    return (len(args) == 2 or (len(args) == 1 and "outputs" in kwargs)
-            or ("inputs" in kwargs and "outputs" in kwargs))
+    return (
+        len(args) == 2
+        or (len(args) == 1 and "outputs" in kwargs)
+        or ("inputs" in kwargs and "outputs" in kwargs)
+    )
 
 
 class Model(Trainer, Module):
@@ -74,14 +77,17 @@ class Model(Trainer, Module):
             186
         """
         several = isinstance(input_shape, list) and all(
-            isinstance(s, (tuple, list)) for s in input_shape)
+            isinstance(s, (tuple, list)) for s in input_shape
+        )
         shapes = [tuple(s) for s in input_shape] if several else [tuple(input_shape)]
         device, dtype = self._target()
         first = next((m for m in self.modules() if not m._modules), None)
         if isinstance(first, Embedding):  # token ids, not features
             dtype = int64
-        inputs = [zeros(tuple(1 if d is None else int(d) for d in shape), device=device,
-                        dtype=dtype) for shape in shapes]
+        inputs = [
+            zeros(tuple(1 if d is None else int(d) for d in shape), device=device, dtype=dtype)
+            for shape in shapes
+        ]
         self.built = True
         with self._mode(False), no_grad():
             self.forward(*inputs)
@@ -115,25 +121,36 @@ class Model(Trainer, Module):
         """
         layers = listed_layers(self)
         if index is not None and name is not None:
-            raise ValueError("Provide only a layer name or a layer index. Received: "
-                             f"index={index}, name={name}.")
+            raise ValueError(
+                f"Provide only a layer name or a layer index. Received: index={index}, name={name}."
+            )
         if index is not None:
             if len(layers) <= index:
-                raise ValueError(f"Was asked to retrieve layer at index {index} but model only "
-                                 f"has {len(layers)} layers.")
+                raise ValueError(
+                    f"Was asked to retrieve layer at index {index} but model only "
+                    f"has {len(layers)} layers."
+                )
             return layers[index]
         if name is not None:
             for layer in layers:
                 if layer.name == name:
                     return layer
-            raise ValueError(f"No such layer: {name}. Existing layers are: "
-                             f"{[layer.name for layer in layers]}.")
+            raise ValueError(
+                f"No such layer: {name}. Existing layers are: {[layer.name for layer in layers]}."
+            )
         raise ValueError("Provide either a layer name or layer index at `get_layer`.")
 
-    def summary(self, input_shape: tuple | None = None,
-                print_fn: Callable[[str], None] = print, *, line_length: int | None = None,
-                positions: list[float] | None = None, expand_nested: bool = False,
-                show_trainable: bool = False, layer_range: Any = None) -> None:
+    def summary(
+        self,
+        input_shape: tuple | None = None,
+        print_fn: Callable[[str], None] = print,
+        *,
+        line_length: int | None = None,
+        positions: list[float] | None = None,
+        expand_nested: bool = False,
+        show_trainable: bool = False,
+        layer_range: Any = None,
+    ) -> None:
         """Print Keras 3's summary: each layer (``dense (Dense)``), its output shape and
         weight count (and what it is connected to, in a functional model that is not a
         chain), then the total, trainable, non-trainable and (after training started)
@@ -162,6 +179,13 @@ class Model(Trainer, Module):
         """
         if input_shape is None:
             input_shape = self.__dict__.get("_sample_shape")
-        print_summary(self, input_shape, print_fn, line_length=line_length,
-                      positions=positions, expand_nested=expand_nested,
-                      show_trainable=show_trainable, layer_range=layer_range)
+        print_summary(
+            self,
+            input_shape,
+            print_fn,
+            line_length=line_length,
+            positions=positions,
+            expand_nested=expand_nested,
+            show_trainable=show_trainable,
+            layer_range=layer_range,
+        )

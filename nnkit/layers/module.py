@@ -37,7 +37,7 @@ def _check_name(name, kind: str, owner: "Module") -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
     if not name or "." in name:
-        raise KeyError(f"{kind} name can't be empty or contain \".\", got {name!r}")
+        raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
     if hasattr(type(owner), name) and not isinstance(getattr(type(owner), name), property):
         raise KeyError(f"attribute '{name}' already exists on {type(owner).__name__}")
 
@@ -96,8 +96,9 @@ class Module(Configurable, Placement):
         # taken before __init__ so that a layer is numbered before the layers it creates.
         module = super().__new__(cls)
         name = kwargs.get("name")
-        module.__dict__["name"] = (naming.auto_name(cls.__name__) if name is None
-                                   else naming.check_name(name))
+        module.__dict__["name"] = (
+            naming.auto_name(cls.__name__) if name is None else naming.check_name(name)
+        )
         return module
 
     def __init__(self, name: str | None = None) -> None:
@@ -116,8 +117,9 @@ class Module(Configurable, Placement):
 
     def forward(self, *args, **kwargs):
         """The computation of the module; every subclass overrides it."""
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
-                                  '"forward" function')
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
 
     # ------------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
@@ -151,14 +153,18 @@ class Module(Configurable, Placement):
 
     def _build_from(self, x) -> None:
         if not isinstance(x, Tensor):
-            raise TypeError(f"{self._describe()} builds its weights from its first input, "
-                            f"which must be a Tensor, got {type(x).__name__}")
+            raise TypeError(
+                f"{self._describe()} builds its weights from its first input, "
+                f"which must be a Tensor, got {type(x).__name__}"
+            )
         self.build(tuple(x.shape))
         self.built = True
         self.__dict__["_build_shape"] = tuple(x.shape)
         dtype = x.dtype if x.is_floating_point() else None
-        self._apply(lambda t: t.to(device=x.device, dtype=dtype if t.is_floating_point()
-                                   else None), recurse=False)
+        self._apply(
+            lambda t: t.to(device=x.device, dtype=dtype if t.is_floating_point() else None),
+            recurse=False,
+        )
 
     def _describe(self) -> str:
         return f"{self._get_name()}({self.extra_repr()})"
@@ -172,8 +178,10 @@ class Module(Configurable, Placement):
         for name, module in self.named_modules():
             if not module.built:
                 where = f" (layer '{name}' of {self._get_name()})" if name else ""
-                raise NotBuiltError(f"{module._describe()} has not been built yet: call the "
-                                    f"model on a batch first (or pass input_shape=...){where}")
+                raise NotBuiltError(
+                    f"{module._describe()} has not been built yet: call the "
+                    f"model on a batch first (or pass input_shape=...){where}"
+                )
 
     def register_forward_pre_hook(self, hook: Callable) -> _HookHandle:
         """Run ``hook(module, args)`` before ``forward``; it may return new args."""
@@ -201,8 +209,10 @@ class Module(Configurable, Placement):
         if name in self.__dict__ or name in self._buffers or name in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
-                            f"'{name}' (nnkit.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter "
+                f"'{name}' (nnkit.nn.Parameter or None required)"
+            )
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -219,8 +229,10 @@ class Module(Configurable, Placement):
         if name in self.__dict__ or name in self._parameters or name in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
-                            f"'{name}' (Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer "
+                f"'{name}' (Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -248,8 +260,10 @@ class Module(Configurable, Placement):
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter "
-                                f"'{name}' (nnkit.nn.Parameter or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter "
+                    f"'{name}' (nnkit.nn.Parameter or None expected)"
+                )
             params[name] = None
         elif isinstance(value, Module):
             if "_modules" not in d:
@@ -258,13 +272,17 @@ class Module(Configurable, Placement):
             self._modules[name] = value
         elif "_modules" in d and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
-                                f"'{name}' (nnkit.nn.Module or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module "
+                    f"'{name}' (nnkit.nn.Module or None expected)"
+                )
             self._modules[name] = None
         elif "_buffers" in d and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(Tensor or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    "(Tensor or None expected)"
+                )
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -299,8 +317,9 @@ class Module(Configurable, Placement):
         return sorted(set(keys + list(self._modules)))
 
     # ------------------------------------------------------------ traversal
-    def named_modules(self, memo: set | None = None, prefix: str = "",
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+    def named_modules(
+        self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, "Module"]]:
         """Yield ``(dotted_name, module)`` for this module and every descendant, once each."""
         memo = set() if memo is None else memo
         stack = [(prefix, self)]
@@ -311,8 +330,11 @@ class Module(Configurable, Placement):
                     continue
                 memo.add(module)
             yield name, module
-            children = [(f"{name}.{k}" if name else k, m)
-                        for k, m in module._modules.items() if m is not None]
+            children = [
+                (f"{name}.{k}" if name else k, m)
+                for k, m in module._modules.items()
+                if m is not None
+            ]
             stack.extend(reversed(children))
 
     def modules(self) -> Iterator["Module"]:
@@ -333,11 +355,15 @@ class Module(Configurable, Placement):
         for _, module in self.named_children():
             yield module
 
-    def _named_members(self, store: str, prefix: str, recurse: bool,
-                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def _named_members(
+        self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         seen = set()
-        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
-                   if recurse else [(prefix, self)])
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for mod_prefix, module in modules:
             for name, value in getattr(module, store).items():
                 if value is None or (remove_duplicate and value in seen):
@@ -345,8 +371,9 @@ class Module(Configurable, Placement):
                 seen.add(value)
                 yield (f"{mod_prefix}.{name}" if mod_prefix else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         """Yield ``(dotted_name, parameter)``; a parameter shared by two layers comes once.
 
         Raises:
@@ -363,8 +390,9 @@ class Module(Configurable, Placement):
         """
         return (param for _, param in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True,
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         """Yield ``(dotted_name, buffer)``."""
         return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
@@ -378,14 +406,16 @@ class Module(Configurable, Placement):
         module = self
         for part in target.split(".") if target else []:
             if part not in module._modules:
-                raise AttributeError(f"{module._get_name()} has no submodule '{part}' "
-                                     f"(looking up '{target}')")
+                raise AttributeError(
+                    f"{module._get_name()} has no submodule '{part}' (looking up '{target}')"
+                )
             module = module._modules[part]
         return module
 
     # ----------------------------------------------------------- state dict
-    def state_dict(self, *, prefix: str = "",
-                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+    def state_dict(
+        self, *, prefix: str = "", keep_vars: bool = False
+    ) -> "OrderedDict[str, Tensor]":
         """An ordered dict of every parameter and persistent buffer, by dotted name.
 
         Args:
@@ -438,24 +468,31 @@ class Module(Configurable, Placement):
                 continue
             value = state_dict[key]
             if not isinstance(value, (Tensor, np.ndarray, np.generic)):
-                mismatched.append(f'expected a Tensor or NumPy array for "{key}", got '
-                                  f"{type(value).__name__}")
+                mismatched.append(
+                    f'expected a Tensor or NumPy array for "{key}", got {type(value).__name__}'
+                )
             elif tuple(value.shape) != tuple(target.shape):
-                mismatched.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{tuple(value.shape)} from checkpoint, the shape in current "
-                                  f"model is {tuple(target.shape)}")
+                mismatched.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"{tuple(value.shape)} from checkpoint, the shape in current "
+                    f"model is {tuple(target.shape)}"
+                )
             else:
                 pending.append((target, value))
         errors = list(mismatched)
         if strict and missing:
-            errors.insert(0, "Missing key(s) in state_dict: "
-                          + ", ".join(f'"{k}"' for k in missing) + ".")
+            errors.insert(
+                0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + "."
+            )
         if strict and unexpected:
-            errors.insert(1 if strict and missing else 0, "Unexpected key(s) in state_dict: "
-                          + ", ".join(f'"{k}"' for k in unexpected) + ".")
+            errors.insert(
+                1 if strict and missing else 0,
+                "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".",
+            )
         if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t"
-                               + "\n\t".join(errors))
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors)
+            )
         with no_grad():
             for target, value in pending:
                 target.copy_(value)
@@ -516,8 +553,10 @@ class Module(Configurable, Placement):
         memo[id(self)] = new
         for key, value in self.__dict__.items():
             if key == "_buffers":
-                value = OrderedDict((k, None if b is None else memo.setdefault(
-                    id(b), b.detach().clone())) for k, b in value.items())
+                value = OrderedDict(
+                    (k, None if b is None else memo.setdefault(id(b), b.detach().clone()))
+                    for k, b in value.items()
+                )
             elif key in ("_forward_pre_hooks", "_forward_hooks"):
                 value = OrderedDict()
             else:

@@ -75,8 +75,10 @@ def check_name(name: object) -> str:
         ValueError: if it is not a string or contains ``/`` (Keras's rule).
     """
     if not isinstance(name, str) or "/" in name:
-        raise ValueError("Argument `name` must be a string and cannot contain character `/`. "
-                         f"Received: name={name!r} (of type {type(name)})")
+        raise ValueError(
+            "Argument `name` must be a string and cannot contain character `/`. "
+            f"Received: name={name!r} (of type {type(name)})"
+        )
     return name
 
 
@@ -88,8 +90,7 @@ def accepts_name(init: Callable) -> bool:
             params = inspect.signature(init).parameters.values()
         except (TypeError, ValueError):
             params = []
-        found = any(p.name == "name" or p.kind is inspect.Parameter.VAR_KEYWORD
-                    for p in params)
+        found = any(p.name == "name" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
         _accepts_name_cache[init] = found
     return found
 

@@ -34,14 +34,23 @@ class _BatchNorm(Module):
 
     _expected_dims: tuple[int, ...] = ()
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, *, device=None,
-                 dtype=None) -> None:
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
-        if isinstance(num_features, bool) or not isinstance(num_features, int) \
-                or num_features <= 0:
-            raise ValueError(f"{type(self).__name__}: num_features must be a positive integer. "
-                             f"Received: num_features={num_features!r}")
+        if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features <= 0:
+            raise ValueError(
+                f"{type(self).__name__}: num_features must be a positive integer. "
+                f"Received: num_features={num_features!r}"
+            )
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
@@ -77,8 +86,10 @@ class _BatchNorm(Module):
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self._expected_dims:
             shapes = " or ".join(f"{d}D" for d in self._expected_dims)
-            raise ValueError(f"{type(self).__name__}: expected {shapes} input, got input of "
-                             f"shape {tuple(input.shape)}")
+            raise ValueError(
+                f"{type(self).__name__}: expected {shapes} input, got input of "
+                f"shape {tuple(input.shape)}"
+            )
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():
@@ -88,13 +99,22 @@ class _BatchNorm(Module):
         use_batch_stats = self.training or self.running_mean is None
         # Running estimates are updated only when training with tracking on.
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None,
-                            self.running_var if track else None, self.weight, self.bias,
-                            use_batch_stats, factor, self.eps)
+        return F.batch_norm(
+            input,
+            self.running_mean if track else None,
+            self.running_var if track else None,
+            self.weight,
+            self.bias,
+            use_batch_stats,
+            factor,
+            self.eps,
+        )
 
     def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
 
 
 class BatchNorm1d(_BatchNorm):
@@ -135,8 +155,16 @@ class LayerNorm(Module):
         (20, 5, 10)
     """
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, *, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -163,5 +191,6 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )

@@ -48,8 +48,10 @@ class Placement:
             elif isinstance(a, (str, Device)):
                 device = a
             else:
-                raise TypeError(f"to() received an invalid argument {a!r}: expected a device, "
-                                "a dtype or a Tensor")
+                raise TypeError(
+                    f"to() received an invalid argument {a!r}: expected a device, "
+                    "a dtype or a Tensor"
+                )
         dtype = to_dtype(dtype) if dtype is not None else None
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, got {dtype}")

@@ -27,19 +27,34 @@ class _RNNBase(Module):
     _num_gates = 1
     _has_cell = False
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, *, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         name = type(self).__name__
-        for arg, value in (("input_size", input_size), ("hidden_size", hidden_size),
-                           ("num_layers", num_layers)):
+        for arg, value in (
+            ("input_size", input_size),
+            ("hidden_size", hidden_size),
+            ("num_layers", num_layers),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name}: {arg} must be a positive integer. Received: "
-                                 f"{arg}={value!r}")
+                raise ValueError(
+                    f"{name}: {arg} must be a positive integer. Received: {arg}={value!r}"
+                )
         if isinstance(dropout, bool) or not 0 <= dropout <= 1:
-            raise ValueError(f"{name}: dropout should be a number in [0, 1]. Received: "
-                             f"dropout={dropout!r}")
+            raise ValueError(
+                f"{name}: dropout should be a number in [0, 1]. Received: dropout={dropout!r}"
+            )
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional = bidirectional
@@ -49,15 +64,27 @@ class _RNNBase(Module):
             layer_in = input_size if layer == 0 else hidden_size * directions
             for direction in range(directions):
                 sfx = f"_l{layer}" + ("_reverse" if direction else "")
-                setattr(self, "weight_ih" + sfx,
-                        Parameter(empty(gate_size, layer_in, device=device, dtype=dtype)))
-                setattr(self, "weight_hh" + sfx,
-                        Parameter(empty(gate_size, hidden_size, device=device, dtype=dtype)))
+                setattr(
+                    self,
+                    "weight_ih" + sfx,
+                    Parameter(empty(gate_size, layer_in, device=device, dtype=dtype)),
+                )
+                setattr(
+                    self,
+                    "weight_hh" + sfx,
+                    Parameter(empty(gate_size, hidden_size, device=device, dtype=dtype)),
+                )
                 if bias:
-                    setattr(self, "bias_ih" + sfx,
-                            Parameter(empty(gate_size, device=device, dtype=dtype)))
-                    setattr(self, "bias_hh" + sfx,
-                            Parameter(empty(gate_size, device=device, dtype=dtype)))
+                    setattr(
+                        self,
+                        "bias_ih" + sfx,
+                        Parameter(empty(gate_size, device=device, dtype=dtype)),
+                    )
+                    setattr(
+                        self,
+                        "bias_hh" + sfx,
+                        Parameter(empty(gate_size, device=device, dtype=dtype)),
+                    )
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -72,13 +99,20 @@ class _RNNBase(Module):
     def _weights(self, layer: int, direction: int) -> tuple:
         sfx = f"_l{layer}" + ("_reverse" if direction else "")
         p = self._parameters
-        return (p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx),
-                p.get("bias_hh" + sfx))
+        return (
+            p["weight_ih" + sfx],
+            p["weight_hh" + sfx],
+            p.get("bias_ih" + sfx),
+            p.get("bias_hh" + sfx),
+        )
 
     def _initial_state(self, input: Tensor, hx) -> tuple:
         """The initial state as a tuple of ``(layers·directions, B, H)`` tensors."""
-        shape = (self.num_layers * (2 if self.bidirectional else 1), input.shape[1],
-                 self.hidden_size)
+        shape = (
+            self.num_layers * (2 if self.bidirectional else 1),
+            input.shape[1],
+            self.hidden_size,
+        )
         if hx is None:
             h = zeros(shape, dtype=input.dtype, device=input.device)
             return (h, h) if self._has_cell else (h,)
@@ -87,8 +121,10 @@ class _RNNBase(Module):
             raise ValueError(f"{type(self).__name__}: hx must be a tuple (h_0, c_0)")
         for s in states:
             if tuple(s.shape) != shape:
-                raise ValueError(f"{type(self).__name__}: expected hidden state of shape "
-                                 f"{shape}, got {tuple(s.shape)}")
+                raise ValueError(
+                    f"{type(self).__name__}: expected hidden state of shape "
+                    f"{shape}, got {tuple(s.shape)}"
+                )
         return states
 
     def forward(self, input: Tensor, hx=None):
@@ -106,13 +142,18 @@ class _RNNBase(Module):
         """
         batched = input.ndim == 3
         if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
-            raise ValueError(f"{type(self).__name__}: expected input of shape (T, B, "
-                             f"{self.input_size}) or (T, {self.input_size}), got "
-                             f"{tuple(input.shape)}")
+            raise ValueError(
+                f"{type(self).__name__}: expected input of shape (T, B, "
+                f"{self.input_size}) or (T, {self.input_size}), got "
+                f"{tuple(input.shape)}"
+            )
         if not batched:
             input = input.unsqueeze(1)
-            hx = None if hx is None else (tuple(h.unsqueeze(1) for h in hx) if self._has_cell
-                                          else hx.unsqueeze(1))
+            hx = (
+                None
+                if hx is None
+                else (tuple(h.unsqueeze(1) for h in hx) if self._has_cell else hx.unsqueeze(1))
+            )
         elif self.batch_first:
             input = input.transpose(0, 1)
         states = self._initial_state(input, hx)
@@ -131,9 +172,12 @@ class _RNNBase(Module):
             outputs = []
             for direction in range(directions):
                 k = layer * directions + direction
-                out, last = self._run_direction(x, tuple(s[k] for s in states),
-                                                self._weights(layer, direction),
-                                                reverse=direction == 1)
+                out, last = self._run_direction(
+                    x,
+                    tuple(s[k] for s in states),
+                    self._weights(layer, direction),
+                    reverse=direction == 1,
+                )
                 outputs.append(out)
                 for acc, s in zip(finals, last):
                     acc.append(s)
@@ -151,7 +195,7 @@ class _RNNBase(Module):
         projected = projected.reshape(steps, batch, projected.shape[1]).unbind(0)
         w_hh_t = w_hh.T
         outputs = [None] * steps
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
             state = self._cell(projected[t], state, w_hh_t, b_hh)
             outputs[t] = state[0]
         return stack(outputs, 0), state
@@ -198,16 +242,37 @@ class RNN(_RNNBase):
         ((5, 3, 20), (2, 3, 20))
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, *, device=None,
-                 dtype=None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        device=None,
+        dtype=None,
+    ) -> None:
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu'. Received: "
-                             f"nonlinearity={nonlinearity!r}")
+            raise ValueError(
+                f"RNN: nonlinearity must be 'tanh' or 'relu'. Received: "
+                f"nonlinearity={nonlinearity!r}"
+            )
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device=device, dtype=dtype)
+        super().__init__(
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
 
     def _cell(self, x_t, state, w_hh_t, b_hh):
         pre = x_t + state[0] @ w_hh_t

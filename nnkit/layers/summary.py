@@ -55,8 +55,12 @@ def _weights(module: Any) -> tuple[list[Tensor], list[Tensor]]:
             (trainable if param.requires_grad else frozen).append(param)
     for m in module.modules():
         for name, buf in m._buffers.items():
-            if (buf is not None and id(buf) not in seen and buf.is_floating_point()
-                    and name not in m._non_persistent_buffers):
+            if (
+                buf is not None
+                and id(buf) not in seen
+                and buf.is_floating_point()
+                and name not in m._non_persistent_buffers
+            ):
                 seen.add(id(buf))
                 frozen.append(buf)
     return trainable, frozen
@@ -84,8 +88,12 @@ def optimizer_counts(optimizer: Any) -> tuple[int, int] | None:
     state = getattr(optimizer, "state", None)
     if not state:
         return None
-    tensors = [v for entry in state.values() for k, v in entry.items()
-               if isinstance(v, Tensor) and k != "step"]
+    tensors = [
+        v
+        for entry in state.values()
+        for k, v in entry.items()
+        if isinstance(v, Tensor) and k != "step"
+    ]
     count, size = _count(tensors)
     return count + 2, size + 8 + 4  # Keras's iterations (int64) and learning_rate (float32)
 
@@ -114,8 +122,7 @@ def _format_shape(shape: tuple) -> str:
 
 
 def _format_outputs(struct: Any) -> str:
-    shapes = map_structure(lambda t: _format_shape(t.shape) if hasattr(t, "shape") else "?",
-                           struct)
+    shapes = map_structure(lambda t: _format_shape(t.shape) if hasattr(t, "shape") else "?", struct)
     flat = flatten(shapes)
     return flat[0] if len(flat) == 1 else str(shapes).replace("'", "")
 
@@ -126,16 +133,25 @@ def _traced_shapes(model: Any, input_shape: tuple) -> dict:
 
     def record(module, args, out):
         shapes[module] = map_structure(
-            lambda t: KerasTensor((None,) + tuple(t.shape[1:])) if isinstance(t, Tensor)
-            and t.ndim else t, out)
+            lambda t: (
+                KerasTensor((None,) + tuple(t.shape[1:])) if isinstance(t, Tensor) and t.ndim else t
+            ),
+            out,
+        )
 
     handles = [m.register_forward_hook(record) for m in model.modules()]
     was_training = model.training
     try:
         model.eval()
         with no_grad():  # the probe batch goes where the (built) weights live
-            dev = next((t.device for store in ("_parameters", "_buffers")
-                        for _, t in model._named_members(store, "", True)), None)
+            dev = next(
+                (
+                    t.device
+                    for store in ("_parameters", "_buffers")
+                    for _, t in model._named_members(store, "", True)
+                ),
+                None,
+            )
             model(zeros((1,) + tuple(input_shape), device=dev))
     finally:
         model.train(was_training)
@@ -188,23 +204,33 @@ def _layer_range(layers: list, layer_range: Any) -> tuple[int, int]:
     if layer_range is None:
         return 0, len(layers)
     if len(layer_range) != 2 or not all(isinstance(s, str) for s in layer_range):
-        raise ValueError("layer_range must be a list or tuple of 2 strings (the first and "
-                         f"last layer names, or regexes); received {layer_range!r}")
+        raise ValueError(
+            "layer_range must be a list or tuple of 2 strings (the first and "
+            f"last layer names, or regexes); received {layer_range!r}"
+        )
     lower = [i for i, layer in enumerate(layers) if re.match(layer_range[0], layer.name)]
     upper = [i for i, layer in enumerate(layers) if re.match(layer_range[1], layer.name)]
     if not lower or not upper:
-        raise ValueError("Passed layer_names do not match the layer names in the model. "
-                         f"Received: {layer_range}")
+        raise ValueError(
+            f"Passed layer_names do not match the layer names in the model. Received: {layer_range}"
+        )
     if min(lower) > max(upper):
         return min(upper), max(lower) + 1
     return min(lower), max(upper) + 1
 
 
 # ------------------------------------------------------------------- table
-def print_summary(model: Any, input_shape: tuple | None = None,
-                  print_fn: Callable[[str], Any] = print, *, line_length: int | None = None,
-                  positions: list[float] | None = None, expand_nested: bool = False,
-                  show_trainable: bool = False, layer_range: Any = None) -> None:
+def print_summary(
+    model: Any,
+    input_shape: tuple | None = None,
+    print_fn: Callable[[str], Any] = print,
+    *,
+    line_length: int | None = None,
+    positions: list[float] | None = None,
+    expand_nested: bool = False,
+    show_trainable: bool = False,
+    layer_range: Any = None,
+) -> None:
     """Print ``model``'s summary (see the module docstring and ``Model.summary``)."""
     functional = hasattr(model, "_nodes_by_depth")
     layers = listed_layers(model)
@@ -234,8 +260,11 @@ def print_summary(model: Any, input_shape: tuple | None = None,
 
     def rows_of(layer: Any, level: int) -> list[list[str]]:
         prefix = "   " * level + "└ " if level else ""
-        row = [f"{prefix}{layer.name} ({type(layer).__name__})", shape_of(layer),
-               _param_cell(layer)]
+        row = [
+            f"{prefix}{layer.name} ({type(layer).__name__})",
+            shape_of(layer),
+            _param_cell(layer),
+        ]
         if not sequential_like:
             row.append(_connections(layer, nodes) if level == 0 else "")
         if show_trainable:
@@ -273,13 +302,14 @@ def print_summary(model: Any, input_shape: tuple | None = None,
     counts = weight_counts(model)
     trainable, frozen = counts["trainable"], counts["non_trainable"]
     optimizer = optimizer_counts(getattr(model, "optimizer", None))
-    total = (trainable[0] + frozen[0] + (optimizer[0] if optimizer else 0),
-             trainable[1] + frozen[1] + (optimizer[1] if optimizer else 0))
+    total = (
+        trainable[0] + frozen[0] + (optimizer[0] if optimizer else 0),
+        trainable[1] + frozen[1] + (optimizer[1] if optimizer else 0),
+    )
     lines.append(f" Total params: {total[0]:,} ({readable_memory_size(total[1])})")
     lines.append(f" Trainable params: {trainable[0]:,} ({readable_memory_size(trainable[1])})")
     lines.append(f" Non-trainable params: {frozen[0]:,} ({readable_memory_size(frozen[1])})")
     if optimizer:
-        lines.append(f" Optimizer params: {optimizer[0]:,} "
-                     f"({readable_memory_size(optimizer[1])})")
+        lines.append(f" Optimizer params: {optimizer[0]:,} ({readable_memory_size(optimizer[1])})")
     for line in lines:
         print_fn(line)

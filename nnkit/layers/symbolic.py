@@ -30,8 +30,16 @@ from nnkit.backends.dtypes import get_default_dtype, to_dtype
 from nnkit.layers import naming
 from nnkit.random import get_rng_state, set_rng_state
 
-__all__ = ["KerasTensor", "KerasHistory", "Node", "symbolic_call", "is_symbolic_call",
-           "flatten", "map_structure", "pack_as"]
+__all__ = [
+    "KerasTensor",
+    "KerasHistory",
+    "Node",
+    "symbolic_call",
+    "is_symbolic_call",
+    "flatten",
+    "map_structure",
+    "pack_as",
+]
 
 # Sizes that stand in for unknown dimensions in the two shape-inference runs: the batch
 # dimension, then every other ``None``.
@@ -99,8 +107,13 @@ class KerasTensor:
         name: a name (an Input's is its layer's).
     """
 
-    def __init__(self, shape: tuple, dtype: Any = None, name: str | None = None,
-                 history: KerasHistory | None = None) -> None:
+    def __init__(
+        self,
+        shape: tuple,
+        dtype: Any = None,
+        name: str | None = None,
+        history: KerasHistory | None = None,
+    ) -> None:
         self.shape = tuple(None if d is None else int(d) for d in shape)
         self.dtype = get_default_dtype() if dtype is None else to_dtype(dtype)
         self.name = naming.auto_name("keras_tensor") if name is None else name
@@ -112,17 +125,20 @@ class KerasTensor:
         return len(self.shape)
 
     def __repr__(self) -> str:
-        return (f"<KerasTensor shape={self.shape}, dtype={self.dtype}, "
-                f"name={self.name}>")
+        return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
 
     def __bool__(self) -> bool:
-        raise TypeError("A symbolic KerasTensor has no value: it cannot be used as a Python "
-                        "bool (use it as a layer input and run the model on real data)")
+        raise TypeError(
+            "A symbolic KerasTensor has no value: it cannot be used as a Python "
+            "bool (use it as a layer input and run the model on real data)"
+        )
 
     def __array__(self, *args, **kwargs):
-        raise TypeError(f"A symbolic KerasTensor ({self.name}) has no value and cannot be "
-                        "converted to a NumPy array: nnkit ops on KerasTensors are limited "
-                        "to layers and the operators + - * / ** @, indexing and reshape")
+        raise TypeError(
+            f"A symbolic KerasTensor ({self.name}) has no value and cannot be "
+            "converted to a NumPy array: nnkit ops on KerasTensors are limited "
+            "to layers and the operators + - * / ** @, indexing and reshape"
+        )
 
     def __len__(self) -> int:
         if not self.shape or self.shape[0] is None:
@@ -247,6 +263,7 @@ class Node:
 
     def fill_in(self, values: dict) -> tuple[tuple, dict]:
         """The call's arguments with each KerasTensor replaced by ``values[id(tensor)]``."""
+
         def fill(leaf):
             return values[id(leaf)] if isinstance(leaf, KerasTensor) else leaf
 
@@ -278,8 +295,8 @@ def symbolic_call(layer: Any, args: tuple, kwargs: dict) -> Any:
         second = map_structure(_spec, _probe(layer, args, kwargs, 1))
         specs = _merge_specs(specs, second, layer)
     outputs = map_structure(
-        lambda spec: KerasTensor(spec.shape, spec.dtype) if isinstance(spec, _Spec) else spec,
-        specs)
+        lambda spec: KerasTensor(spec.shape, spec.dtype) if isinstance(spec, _Spec) else spec, specs
+    )
     node = Node(layer, args, kwargs, outputs)
     # tensor_index counts KerasTensors in flatten order (a constant leaf takes none)
     for i, t in enumerate(node.output_tensors):
@@ -303,15 +320,19 @@ def _spec(value: Any) -> Any:
 def _merge_specs(a: Any, b: Any, layer: Any) -> Any:
     flat_a, flat_b = flatten(a), flatten(b)
     if len(flat_a) != len(flat_b):
-        raise ValueError(f"{_describe(layer)} returns outputs of a different structure for "
-                         "different input sizes; its output shapes cannot be inferred")
+        raise ValueError(
+            f"{_describe(layer)} returns outputs of a different structure for "
+            "different input sizes; its output shapes cannot be inferred"
+        )
     merged = []
     for x, y in zip(flat_a, flat_b):
         if isinstance(x, _Spec) and isinstance(y, _Spec) and len(x.shape) == len(y.shape):
             x = _Spec(tuple(d if d == e else None for d, e in zip(x.shape, y.shape)), x.dtype)
         elif isinstance(x, _Spec) or isinstance(y, _Spec):
-            raise ValueError(f"{_describe(layer)} returns outputs of different ranks for "
-                             "different input sizes; its output shapes cannot be inferred")
+            raise ValueError(
+                f"{_describe(layer)} returns outputs of different ranks for "
+                "different input sizes; its output shapes cannot be inferred"
+            )
         merged.append(x)
     return pack_as(a, merged)
 
@@ -335,8 +356,10 @@ def _probe(layer: Any, args: tuple, kwargs: dict, run: int) -> Any:
     def zeros_like_spec(leaf):
         if not isinstance(leaf, KerasTensor):
             return leaf
-        shape = tuple((_PROBE_BATCH if i == 0 else _PROBE_FREE)[run] if d is None else d
-                      for i, d in enumerate(leaf.shape))
+        shape = tuple(
+            (_PROBE_BATCH if i == 0 else _PROBE_FREE)[run] if d is None else d
+            for i, d in enumerate(leaf.shape)
+        )
         return zeros(shape, dtype=leaf.dtype, device=device)
 
     real_args = map_structure(zeros_like_spec, args)
@@ -345,8 +368,12 @@ def _probe(layer: Any, args: tuple, kwargs: dict, run: int) -> Any:
     building = not all(m.built for m in modules)
     rng = get_rng_state()
     modes = [(m, m.training) for m in modules]
-    saved = [(m, name, buf, buf.detach().clone()) for m in modules
-             for name, buf in m._buffers.items() if buf is not None]
+    saved = [
+        (m, name, buf, buf.detach().clone())
+        for m in modules
+        for name, buf in m._buffers.items()
+        if buf is not None
+    ]
     try:
         for m in modules:
             m.__dict__["training"] = False
@@ -354,9 +381,11 @@ def _probe(layer: Any, args: tuple, kwargs: dict, run: int) -> Any:
             return layer(*real_args, **real_kwargs)
     except Exception as exc:
         shapes = [t.shape for t in flatten((args, kwargs)) if isinstance(t, KerasTensor)]
-        raise ValueError(f"{_describe(layer)} cannot be called on inputs of shapes "
-                         f"{', '.join(map(str, shapes))}: running it on a batch of zeros "
-                         f"of those shapes raised {type(exc).__name__}: {exc}") from exc
+        raise ValueError(
+            f"{_describe(layer)} cannot be called on inputs of shapes "
+            f"{', '.join(map(str, shapes))}: running it on a batch of zeros "
+            f"of those shapes raised {type(exc).__name__}: {exc}"
+        ) from exc
     finally:
         for m, mode in modes:
             m.__dict__["training"] = mode

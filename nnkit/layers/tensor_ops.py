@@ -16,8 +16,19 @@ from typing import Any
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.module import Module
 
-__all__ = ["TensorOp", "Add", "Subtract", "Multiply", "TrueDivide", "Power", "Matmul",
-           "Negative", "GetItem", "Reshape", "binary"]
+__all__ = [
+    "TensorOp",
+    "Add",
+    "Subtract",
+    "Multiply",
+    "TrueDivide",
+    "Power",
+    "Matmul",
+    "Negative",
+    "GetItem",
+    "Reshape",
+    "binary",
+]
 
 
 class TensorOp(Module):
@@ -84,8 +95,14 @@ class Matmul(TensorOp):
     fn = staticmethod(operator.matmul)
 
 
-_BINARY = {"add": Add, "subtract": Subtract, "multiply": Multiply, "true_divide": TrueDivide,
-           "power": Power, "matmul": Matmul}
+_BINARY = {
+    "add": Add,
+    "subtract": Subtract,
+    "multiply": Multiply,
+    "true_divide": TrueDivide,
+    "power": Power,
+    "matmul": Matmul,
+}
 
 
 def binary(op: str, x: Any, other: Any, reverse: bool = False) -> Any:
@@ -97,9 +114,11 @@ def binary(op: str, x: Any, other: Any, reverse: bool = False) -> Any:
     if isinstance(other, KerasTensor):
         return cls()(other, x) if reverse else cls()(x, other)
     if isinstance(other, Tensor):
-        raise TypeError(f"{op}: combine a KerasTensor with a constant number, or with another "
-                        "KerasTensor (an nnkit Tensor constant cannot be recorded in a "
-                        "functional model's graph)")
+        raise TypeError(
+            f"{op}: combine a KerasTensor with a constant number, or with another "
+            "KerasTensor (an nnkit Tensor constant cannot be recorded in a "
+            "functional model's graph)"
+        )
     return cls(constant=other, reverse=reverse)(x)
 
 

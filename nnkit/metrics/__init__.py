@@ -48,31 +48,75 @@ from nnkit.metrics.probabilistic import (
 )
 from nnkit.metrics.regression import MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError
 
-__all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "MeanSquaredError",
-           "RootMeanSquaredError", "MeanAbsoluteError", "Accuracy", "BinaryAccuracy",
-           "CategoricalAccuracy", "SparseCategoricalAccuracy", "TopKCategoricalAccuracy",
-           "SparseTopKCategoricalAccuracy", "Precision", "Recall", "AUC", "F1Score",
-           "FBetaScore", "BinaryCrossentropy", "CategoricalCrossentropy",
-           "SparseCategoricalCrossentropy", "get", "get_for_outputs", "serialize", "deserialize",
-           "ALL_OBJECTS", "ALL_OBJECTS_DICT"]
+__all__ = [
+    "Metric",
+    "Mean",
+    "Sum",
+    "MeanMetricWrapper",
+    "MeanSquaredError",
+    "RootMeanSquaredError",
+    "MeanAbsoluteError",
+    "Accuracy",
+    "BinaryAccuracy",
+    "CategoricalAccuracy",
+    "SparseCategoricalAccuracy",
+    "TopKCategoricalAccuracy",
+    "SparseTopKCategoricalAccuracy",
+    "Precision",
+    "Recall",
+    "AUC",
+    "F1Score",
+    "FBetaScore",
+    "BinaryCrossentropy",
+    "CategoricalCrossentropy",
+    "SparseCategoricalCrossentropy",
+    "get",
+    "get_for_outputs",
+    "serialize",
+    "deserialize",
+    "ALL_OBJECTS",
+    "ALL_OBJECTS_DICT",
+]
 
 ALL_OBJECTS: tuple[type[Metric], ...] = (
-    Mean, Sum, MeanSquaredError, RootMeanSquaredError, MeanAbsoluteError, Accuracy,
-    BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy, TopKCategoricalAccuracy,
-    SparseTopKCategoricalAccuracy, Precision, Recall, AUC, F1Score, FBetaScore,
-    BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy,
+    Mean,
+    Sum,
+    MeanSquaredError,
+    RootMeanSquaredError,
+    MeanAbsoluteError,
+    Accuracy,
+    BinaryAccuracy,
+    CategoricalAccuracy,
+    SparseCategoricalAccuracy,
+    TopKCategoricalAccuracy,
+    SparseTopKCategoricalAccuracy,
+    Precision,
+    Recall,
+    AUC,
+    F1Score,
+    FBetaScore,
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    SparseCategoricalCrossentropy,
 )
 
 #: every name ``get`` resolves: class names, snake_case names and Keras's short aliases
 ALL_OBJECTS_DICT: dict[str, type[Metric]] = {cls.__name__: cls for cls in ALL_OBJECTS}
 ALL_OBJECTS_DICT.update({to_snake_case(cls.__name__): cls for cls in ALL_OBJECTS})
-ALL_OBJECTS_DICT.update({
-    "acc": Accuracy, "ACC": Accuracy,
-    "bce": BinaryCrossentropy, "BCE": BinaryCrossentropy,
-    "mse": MeanSquaredError, "MSE": MeanSquaredError,
-    "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError,
-    "rmse": RootMeanSquaredError, "RMSE": RootMeanSquaredError,
-})
+ALL_OBJECTS_DICT.update(
+    {
+        "acc": Accuracy,
+        "ACC": Accuracy,
+        "bce": BinaryCrossentropy,
+        "BCE": BinaryCrossentropy,
+        "mse": MeanSquaredError,
+        "MSE": MeanSquaredError,
+        "mae": MeanAbsoluteError,
+        "MAE": MeanAbsoluteError,
+        "rmse": RootMeanSquaredError,
+        "RMSE": RootMeanSquaredError,
+    }
+)
 
 
 def serialize(metric: Metric) -> dict[str, Any]:
@@ -80,21 +124,26 @@ def serialize(metric: Metric) -> dict[str, Any]:
     ``serialize_keras_object`` lays it out."""
     if not isinstance(metric, Metric):
         raise ValueError(f"serialize: expected a nnkit.metrics.Metric, got {metric!r}")
-    return {"module": "nnkit.metrics", "class_name": type(metric).__name__,
-            "config": metric.get_config(), "registered_name": None}
+    return {
+        "module": "nnkit.metrics",
+        "class_name": type(metric).__name__,
+        "config": metric.get_config(),
+        "registered_name": None,
+    }
 
 
-def deserialize(config: Mapping[str, Any],
-                custom_objects: Mapping[str, Any] | None = None) -> Metric:
+def deserialize(
+    config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None = None
+) -> Metric:
     """A metric from :func:`serialize`'s dict (``class_name`` + ``config``)."""
     if not isinstance(config, Mapping) or "class_name" not in config:
-        raise ValueError("deserialize: expected a dict with 'class_name' and 'config'; got "
-                         f"{config!r}")
+        raise ValueError(
+            f"deserialize: expected a dict with 'class_name' and 'config'; got {config!r}"
+        )
     name = config["class_name"]
     cls = (custom_objects or {}).get(name) or ALL_OBJECTS_DICT.get(name)
     if cls is None:
-        raise ValueError(f"deserialize: unknown metric class {name!r}; pass it in "
-                         "`custom_objects`")
+        raise ValueError(f"deserialize: unknown metric class {name!r}; pass it in `custom_objects`")
     return cls.from_config(dict(config.get("config") or {}))
 
 

@@ -14,10 +14,21 @@ from typing import Any
 from nnkit.autograd.tensor import Tensor
 from nnkit.metrics.base import MeanMetricWrapper, squeeze_or_expand_to_same_rank
 
-__all__ = ["Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoricalAccuracy",
-           "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "accuracy",
-           "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
-           "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "in_top_k"]
+__all__ = [
+    "Accuracy",
+    "BinaryAccuracy",
+    "CategoricalAccuracy",
+    "SparseCategoricalAccuracy",
+    "TopKCategoricalAccuracy",
+    "SparseTopKCategoricalAccuracy",
+    "accuracy",
+    "binary_accuracy",
+    "categorical_accuracy",
+    "sparse_categorical_accuracy",
+    "top_k_categorical_accuracy",
+    "sparse_top_k_categorical_accuracy",
+    "in_top_k",
+]
 
 
 def accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
@@ -73,8 +84,10 @@ def in_top_k(targets: Tensor, predictions: Tensor, k: int) -> Tensor:
     num_classes = predictions.shape[-1]
     targets = targets.long()
     if targets.numel() and bool(((targets < 0) | (targets >= num_classes)).any().item()):
-        raise ValueError(f"in_top_k: target class ids must lie in [0, {num_classes}); "
-                         f"got {targets.min().item()}..{targets.max().item()}")
+        raise ValueError(
+            f"in_top_k: target class ids must lie in [0, {num_classes}); "
+            f"got {targets.min().item()}..{targets.max().item()}"
+        )
     target_score = predictions.gather(1, targets.reshape(-1, 1))
     higher = (predictions > target_score).long().sum(-1)
     return (higher < k) & target_score.reshape(-1).isfinite()
@@ -93,8 +106,9 @@ def top_k_categorical_accuracy(y_true: Tensor, y_pred: Tensor, k: int = 5) -> Te
     return matches.reshape(org_shape) if reshape else matches
 
 
-def sparse_top_k_categorical_accuracy(y_true: Tensor, y_pred: Tensor, k: int = 5,
-                                      from_sorted_ids: bool = False) -> Tensor:
+def sparse_top_k_categorical_accuracy(
+    y_true: Tensor, y_pred: Tensor, k: int = 5, from_sorted_ids: bool = False
+) -> Tensor:
     """1.0 where the integer target is among the ``k`` highest scores (or, with
     ``from_sorted_ids``, among the first ``k`` ids of each row of ``y_pred``)."""
     y_true = y_true.to(y_pred.dtype) if from_sorted_ids else y_true.long()
@@ -147,11 +161,14 @@ class BinaryAccuracy(MeanMetricWrapper):
         0.75
     """
 
-    def __init__(self, name: str = "binary_accuracy", dtype: Any = None,
-                 threshold: float = 0.5) -> None:
+    def __init__(
+        self, name: str = "binary_accuracy", dtype: Any = None, threshold: float = 0.5
+    ) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-            raise ValueError("BinaryAccuracy: invalid `threshold` argument: it must be a "
-                             f"number. Received: threshold={threshold!r}")
+            raise ValueError(
+                "BinaryAccuracy: invalid `threshold` argument: it must be a "
+                f"number. Received: threshold={threshold!r}"
+            )
         super().__init__(binary_accuracy, name=name, dtype=dtype, threshold=threshold)
         self.threshold = threshold
 
@@ -201,8 +218,9 @@ class TopKCategoricalAccuracy(MeanMetricWrapper):
         name, dtype: as :class:`~nnkit.metrics.Metric`.
     """
 
-    def __init__(self, k: int = 5, name: str = "top_k_categorical_accuracy",
-                 dtype: Any = None) -> None:
+    def __init__(
+        self, k: int = 5, name: str = "top_k_categorical_accuracy", dtype: Any = None
+    ) -> None:
         _check_k(self, k)
         super().__init__(top_k_categorical_accuracy, name=name, dtype=dtype, k=k)
         self.k = k
@@ -221,11 +239,21 @@ class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
             score (at least ``k`` of them) instead of the scores of every class.
     """
 
-    def __init__(self, k: int = 5, name: str = "sparse_top_k_categorical_accuracy",
-                 dtype: Any = None, from_sorted_ids: bool = False) -> None:
+    def __init__(
+        self,
+        k: int = 5,
+        name: str = "sparse_top_k_categorical_accuracy",
+        dtype: Any = None,
+        from_sorted_ids: bool = False,
+    ) -> None:
         _check_k(self, k)
-        super().__init__(sparse_top_k_categorical_accuracy, name=name, dtype=dtype, k=k,
-                         from_sorted_ids=from_sorted_ids)
+        super().__init__(
+            sparse_top_k_categorical_accuracy,
+            name=name,
+            dtype=dtype,
+            k=k,
+            from_sorted_ids=from_sorted_ids,
+        )
         self.k = k
         self.from_sorted_ids = bool(from_sorted_ids)
 

@@ -64,36 +64,54 @@ class AUC(Metric):
         0.75
     """
 
-    def __init__(self, num_thresholds: int = 200, curve: str = "ROC",
-                 summation_method: str = "interpolation", name: str | None = None,
-                 dtype: Any = None, thresholds: Any = None, multi_label: bool = False,
-                 num_labels: int | None = None, label_weights: Any = None,
-                 from_logits: bool = False) -> None:
+    def __init__(
+        self,
+        num_thresholds: int = 200,
+        curve: str = "ROC",
+        summation_method: str = "interpolation",
+        name: str | None = None,
+        dtype: Any = None,
+        thresholds: Any = None,
+        multi_label: bool = False,
+        num_labels: int | None = None,
+        label_weights: Any = None,
+        from_logits: bool = False,
+    ) -> None:
         if not isinstance(curve, str) or curve.lower() not in _CURVES:
             raise self._error("curve", "expected one of 'ROC', 'PR', 'PRGAIN'", curve)
         if not isinstance(summation_method, str) or summation_method.lower() not in _SUMMATIONS:
-            raise self._error("summation_method",
-                              "expected one of 'interpolation', 'majoring', 'minoring'",
-                              summation_method)
+            raise self._error(
+                "summation_method",
+                "expected one of 'interpolation', 'majoring', 'minoring'",
+                summation_method,
+            )
         self._init_from_thresholds = thresholds is not None
         if thresholds is not None:
             inner = sorted(_check_thresholds(self, thresholds))
             self.num_thresholds = len(inner) + 2
             self._thresholds_distributed_evenly = is_evenly_distributed_thresholds(
-                [0.0] + inner + [1.0])
+                [0.0] + inner + [1.0]
+            )
         else:
-            if (isinstance(num_thresholds, bool) or not isinstance(num_thresholds, numbers.Integral)
-                    or num_thresholds <= 1):
+            if (
+                isinstance(num_thresholds, bool)
+                or not isinstance(num_thresholds, numbers.Integral)
+                or num_thresholds <= 1
+            ):
                 raise self._error("num_thresholds", "it must be an integer > 1", num_thresholds)
             self.num_thresholds = int(num_thresholds)
             inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
             self._thresholds_distributed_evenly = True
         if num_labels is not None:
             if not multi_label:
-                raise self._error("num_labels", "it is needed only when `multi_label` is True",
-                                  num_labels)
-            if (isinstance(num_labels, bool) or not isinstance(num_labels, numbers.Integral)
-                    or num_labels < 1):
+                raise self._error(
+                    "num_labels", "it is needed only when `multi_label` is True", num_labels
+                )
+            if (
+                isinstance(num_labels, bool)
+                or not isinstance(num_labels, numbers.Integral)
+                or num_labels < 1
+            ):
                 raise self._error("num_labels", "it must be a positive integer", num_labels)
         # endpoints below 0 and above 1 absorb floating point imprecision
         self._thresholds = [0.0 - EPSILON] + inner + [1.0 + EPSILON]
@@ -107,8 +125,9 @@ class AUC(Metric):
         if label_weights is not None:
             self.label_weights = to_tensor(label_weights, self.dtype)
             if self.label_weights.ndim != 1 or bool((self.label_weights < 0).any().item()):
-                raise self._error("label_weights", "expected a 1-D list of non-negative "
-                                  "weights", label_weights)
+                raise self._error(
+                    "label_weights", "expected a 1-D list of non-negative weights", label_weights
+                )
         self._from_logits = bool(from_logits)
         self._built = False
         self._num_labels: int | None = None
@@ -126,8 +145,10 @@ class AUC(Metric):
     def _build(self, shape: Any) -> None:
         if self.multi_label:
             if len(shape) != 2:
-                raise ValueError(f"AUC ({self.name!r}): `y_pred` must have rank 2 when "
-                                 f"`multi_label=True`; got shape {tuple(shape)}")
+                raise ValueError(
+                    f"AUC ({self.name!r}): `y_pred` must have rank 2 when "
+                    f"`multi_label=True`; got shape {tuple(shape)}"
+                )
             self._num_labels = int(shape[1])
             var_shape: tuple[int, ...] = (self.num_thresholds, self._num_labels)
         else:
@@ -153,12 +174,21 @@ class AUC(Metric):
         if self._from_logits:
             y_pred = sigmoid(y_pred)
         update_confusion_matrix_variables(
-            self, {"tp": "true_positives", "tn": "true_negatives",
-                   "fp": "false_positives", "fn": "false_negatives"},
-            y_true, y_pred, self._thresholds, sample_weight=sample_weight,
+            self,
+            {
+                "tp": "true_positives",
+                "tn": "true_negatives",
+                "fp": "false_positives",
+                "fn": "false_negatives",
+            },
+            y_true,
+            y_pred,
+            self._thresholds,
+            sample_weight=sample_weight,
             multi_label=self.multi_label,
             label_weights=None if self.multi_label else self.label_weights,
-            thresholds_distributed_evenly=self._thresholds_distributed_evenly)
+            thresholds_distributed_evenly=self._thresholds_distributed_evenly,
+        )
 
     def _average_labels(self, by_label: Tensor) -> Tensor:
         if self.label_weights is None:
@@ -180,8 +210,9 @@ class AUC(Metric):
         both = (p[: n - 1] > 0) & (p[1:] > 0)
         ratio = divide_no_nan(p[: n - 1], p[1:].clamp(min=0.0))
         safe_ratio = nnkit.where(both, ratio, 1.0)
-        increment = divide_no_nan(prec_slope * (dtp + intercept * safe_ratio.log()),
-                                  (tp[1:] + fn[1:]).clamp(min=0.0))
+        increment = divide_no_nan(
+            prec_slope * (dtp + intercept * safe_ratio.log()), (tp[1:] + fn[1:]).clamp(min=0.0)
+        )
         if self.multi_label:
             return self._average_labels(increment.sum(0))
         return increment.sum()
@@ -226,10 +257,15 @@ class AUC(Metric):
         lw = self._label_weights_init
         if lw is not None and not isinstance(lw, list):
             lw = to_tensor(lw).tolist()
-        config = {"num_thresholds": self.num_thresholds, "curve": self.curve,
-                  "summation_method": self.summation_method, "multi_label": self.multi_label,
-                  "num_labels": self.num_labels, "label_weights": lw,
-                  "from_logits": self._from_logits}
+        config = {
+            "num_thresholds": self.num_thresholds,
+            "curve": self.curve,
+            "summation_method": self.summation_method,
+            "multi_label": self.multi_label,
+            "num_labels": self.num_labels,
+            "label_weights": lw,
+            "from_logits": self._from_logits,
+        }
         if self._init_from_thresholds:
             config["thresholds"] = self.thresholds[1:-1]
         return {**super().get_config(), **config}

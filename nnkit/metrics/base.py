@@ -20,8 +20,17 @@ from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import get_default_dtype, to_dtype
 from nnkit.layers.naming import auto_name, to_snake_case
 
-__all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "reduce_to_samplewise_values",
-           "squeeze_or_expand_to_same_rank", "divide_no_nan", "to_snake_case"]
+__all__ = [
+    "Metric",
+    "Mean",
+    "Sum",
+    "MeanMetricWrapper",
+    "reduce_to_samplewise_values",
+    "squeeze_or_expand_to_same_rank",
+    "divide_no_nan",
+    "to_snake_case",
+]
+
 
 def to_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``x`` (Tensor, array, list or number) as a detached Tensor, optionally cast/moved."""
@@ -39,8 +48,9 @@ def divide_no_nan(num: Tensor, den: Tensor) -> Tensor:
     return nnkit.where(zero, 0.0, num / nnkit.where(zero, 1.0, den))
 
 
-def squeeze_or_expand_to_same_rank(x1: Tensor, x2: Tensor,
-                                   expand_rank_1: bool = True) -> tuple[Tensor, Tensor]:
+def squeeze_or_expand_to_same_rank(
+    x1: Tensor, x2: Tensor, expand_rank_1: bool = True
+) -> tuple[Tensor, Tensor]:
     """Keras's rule: when the ranks differ by one and the longer ends in 1, squeeze that
     dim (or, with ``expand_rank_1`` and the other of rank 1, expand the other)."""
     r1, r2 = x1.ndim, x2.ndim
@@ -70,9 +80,9 @@ def broadcast_weight(metric: Metric, weight: Tensor, shape: tuple[int, ...]) -> 
         ) from exc
 
 
-def reduce_to_samplewise_values(metric: Metric, values: Tensor, sample_weight: Any,
-                                reduce_fn: Callable[..., Tensor]
-                                ) -> tuple[Tensor, Tensor | None]:
+def reduce_to_samplewise_values(
+    metric: Metric, values: Tensor, sample_weight: Any, reduce_fn: Callable[..., Tensor]
+) -> tuple[Tensor, Tensor | None]:
     """Keras's ``reduce_to_samplewise_values``: per-sample values (and weights).
 
     The weights are squeezed/expanded to the values' rank where they differ by a trailing
@@ -125,16 +135,20 @@ class Metric:
 
     def __init__(self, dtype: Any = None, name: str | None = None) -> None:
         if name is not None and not isinstance(name, str):
-            raise ValueError(f"{type(self).__name__}: argument `name` must be a string. "
-                             f"Received: name={name!r}")
+            raise ValueError(
+                f"{type(self).__name__}: argument `name` must be a string. Received: name={name!r}"
+            )
         try:
             dt = get_default_dtype() if dtype is None else to_dtype(dtype)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{type(self).__name__}: invalid `dtype` argument. "
-                             f"Received: dtype={dtype!r}") from exc
+            raise ValueError(
+                f"{type(self).__name__}: invalid `dtype` argument. Received: dtype={dtype!r}"
+            ) from exc
         if not dt.is_floating_point:
-            raise ValueError(f"{type(self).__name__}: argument `dtype` must be a floating "
-                             f"point dtype. Received: dtype={dtype!r}")
+            raise ValueError(
+                f"{type(self).__name__}: argument `dtype` must be a floating "
+                f"point dtype. Received: dtype={dtype!r}"
+            )
         self.name = name or auto_name(type(self).__name__)
         self._dtype = dt.name
         self._variable_names: list[str] = []
@@ -145,23 +159,34 @@ class Metric:
         """The name of the metric's dtype (``'float32'``), as Keras's ``metric.dtype``."""
         return self._dtype
 
-    def add_variable(self, shape: Sequence[int] | int, initializer: str = "zeros",
-                     dtype: Any = None, aggregation: str = "sum",
-                     name: str | None = None) -> Tensor:
+    def add_variable(
+        self,
+        shape: Sequence[int] | int,
+        initializer: str = "zeros",
+        dtype: Any = None,
+        aggregation: str = "sum",
+        name: str | None = None,
+    ) -> Tensor:
         """Create a zero-initialised state Tensor stored as the attribute ``name``.
 
         Only ``initializer="zeros"`` and ``aggregation="sum"`` exist: every state is a
         sum over samples (which is what makes states mergeable across ranks).
         """
         if not hasattr(self, "_variable_names"):
-            raise RuntimeError("You forgot to call `super().__init__()` in the `__init__()` "
-                               f"method of {type(self).__name__}. Go add it!")
+            raise RuntimeError(
+                "You forgot to call `super().__init__()` in the `__init__()` "
+                f"method of {type(self).__name__}. Go add it!"
+            )
         if initializer != "zeros" or aggregation != "sum":
-            raise ValueError(f"{type(self).__name__}: add_variable supports only "
-                             "initializer='zeros' and aggregation='sum'")
+            raise ValueError(
+                f"{type(self).__name__}: add_variable supports only "
+                "initializer='zeros' and aggregation='sum'"
+            )
         if not name or not name.isidentifier():
-            raise ValueError(f"{type(self).__name__}: add_variable needs a `name` that is "
-                             f"a valid attribute name. Received: name={name!r}")
+            raise ValueError(
+                f"{type(self).__name__}: add_variable needs a `name` that is "
+                f"a valid attribute name. Received: name={name!r}"
+            )
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         value = nnkit.zeros(shape, dtype=dtype or self._dtype)
         object.__setattr__(self, name, value)
@@ -170,8 +195,13 @@ class Metric:
         return value
 
     # Keras's backwards-compatible alias
-    def add_weight(self, shape: Sequence[int] | int = (), initializer: str = "zeros",
-                   dtype: Any = None, name: str | None = None) -> Tensor:
+    def add_weight(
+        self,
+        shape: Sequence[int] | int = (),
+        initializer: str = "zeros",
+        dtype: Any = None,
+        name: str | None = None,
+    ) -> Tensor:
         return self.add_variable(shape, initializer, dtype=dtype, name=name)
 
     @property
@@ -186,13 +216,16 @@ class Metric:
         if len(values) != len(self._variable_names):
             raise ValueError(
                 f"{type(self).__name__}: expected {len(self._variable_names)} state values "
-                f"(one per variable of `{type(self).__name__}().variables`), got {len(values)}")
+                f"(one per variable of `{type(self).__name__}().variables`), got {len(values)}"
+            )
         for name, value in zip(self._variable_names, values):
             old = getattr(self, name)
             new = to_tensor(value, old.dtype)
             if tuple(new.shape) != tuple(old.shape):
-                raise ValueError(f"{type(self).__name__}: state {name!r} has shape "
-                                 f"{tuple(old.shape)}, got a value of shape {tuple(new.shape)}")
+                raise ValueError(
+                    f"{type(self).__name__}: state {name!r} has shape "
+                    f"{tuple(old.shape)}, got a value of shape {tuple(new.shape)}"
+                )
             object.__setattr__(self, name, new)
 
     def _assign_add(self, name: str, delta: Tensor) -> None:
@@ -217,14 +250,17 @@ class Metric:
         others = [metrics] if isinstance(metrics, Metric) else list(metrics)
         for other in others:
             if type(other) is not type(self):
-                raise ValueError(f"{type(self).__name__}.merge_state: cannot merge a "
-                                 f"{type(other).__name__}")
+                raise ValueError(
+                    f"{type(self).__name__}.merge_state: cannot merge a {type(other).__name__}"
+                )
             mine_cfg, their_cfg = self.get_config(), other.get_config()
             mine_cfg.pop("name", None)
             their_cfg.pop("name", None)
             if mine_cfg != their_cfg:
-                raise ValueError(f"{type(self).__name__}.merge_state: configurations differ "
-                                 f"({mine_cfg} vs {their_cfg})")
+                raise ValueError(
+                    f"{type(self).__name__}.merge_state: configurations differ "
+                    f"({mine_cfg} vs {their_cfg})"
+                )
             mine, theirs = self.variables, other.variables
             if not theirs:  # an unbuilt metric has seen nothing
                 continue
@@ -232,9 +268,11 @@ class Metric:
                 self._build_like(other)
                 mine = self.variables
             if [tuple(v.shape) for v in mine] != [tuple(v.shape) for v in theirs]:
-                raise ValueError(f"{type(self).__name__}.merge_state: state shapes differ "
-                                 f"({[tuple(v.shape) for v in mine]} vs "
-                                 f"{[tuple(v.shape) for v in theirs]})")
+                raise ValueError(
+                    f"{type(self).__name__}.merge_state: state shapes differ "
+                    f"({[tuple(v.shape) for v in mine]} vs "
+                    f"{[tuple(v.shape) for v in theirs]})"
+                )
             for name, value in zip(self._variable_names, theirs):
                 self._assign_add(name, value)
 
@@ -254,8 +292,10 @@ class Metric:
     def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
         """``update_state(*args, **kwargs)`` then ``result()`` (Keras 3 semantics)."""
         if not hasattr(self, "_variable_names"):
-            raise RuntimeError("You forgot to call `super().__init__()` in the `__init__()` "
-                               f"method of {type(self).__name__}. Go add it!")
+            raise RuntimeError(
+                "You forgot to call `super().__init__()` in the `__init__()` "
+                f"method of {type(self).__name__}. Go add it!"
+            )
         self.update_state(*args, **kwargs)
         return self.result()
 
@@ -279,8 +319,9 @@ class Metric:
         finally:
             self._restore_state(old)
 
-    def stateless_update_state(self, metric_variables: Sequence[Any], *args: Any,
-                               **kwargs: Any) -> list[Tensor]:
+    def stateless_update_state(
+        self, metric_variables: Sequence[Any], *args: Any, **kwargs: Any
+    ) -> list[Tensor]:
         """The state after ``update_state(*args)`` from ``metric_variables``; the own
         state is left unchanged."""
         old = self._swap_state(metric_variables)
@@ -311,8 +352,10 @@ class Metric:
 
     # helpers for subclasses
     def _error(self, argument: str, message: str, value: Any) -> ValueError:
-        return ValueError(f"{type(self).__name__}: invalid `{argument}` argument: {message}. "
-                          f"Received: {argument}={value!r}")
+        return ValueError(
+            f"{type(self).__name__}: invalid `{argument}` argument: {message}. "
+            f"Received: {argument}={value!r}"
+        )
 
 
 class Sum(Metric):
@@ -372,8 +415,9 @@ class Mean(Metric):
             self._assign_add("count", sample_weight.sum())
         else:
             n = values.shape[0] if values.ndim >= 1 else 1
-            self._assign_add("count", nnkit.tensor(float(n), dtype=self.dtype,
-                                                   device=values.device))
+            self._assign_add(
+                "count", nnkit.tensor(float(n), dtype=self.dtype, device=values.device)
+            )
 
     def result(self) -> Tensor:
         return divide_no_nan(self.total, self.count)
@@ -392,10 +436,10 @@ class MeanMetricWrapper(Mean):
         **kwargs: keyword arguments passed on to ``fn``.
     """
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None, dtype: Any = None,
-                 **kwargs: Any) -> None:
-        super().__init__(name=name or to_snake_case(getattr(fn, "__name__", "mean")),
-                         dtype=dtype)
+    def __init__(
+        self, fn: Callable[..., Any], name: str | None = None, dtype: Any = None, **kwargs: Any
+    ) -> None:
+        super().__init__(name=name or to_snake_case(getattr(fn, "__name__", "mean")), dtype=dtype)
         self._fn = fn
         self._fn_kwargs = kwargs
 

@@ -28,8 +28,13 @@ from nnkit.metrics.base import (
     to_tensor,
 )
 
-__all__ = ["Precision", "Recall", "update_confusion_matrix_variables",
-           "is_evenly_distributed_thresholds", "NEG_INF"]
+__all__ = [
+    "Precision",
+    "Recall",
+    "update_confusion_matrix_variables",
+    "is_evenly_distributed_thresholds",
+    "NEG_INF",
+]
 
 NEG_INF = -1e10
 EPSILON = 1e-7  # Keras's backend.epsilon()
@@ -37,11 +42,13 @@ EPSILON = 1e-7  # Keras's backend.epsilon()
 
 def _check_thresholds(metric: Metric, thresholds: Any) -> list[float]:
     values = list(thresholds) if isinstance(thresholds, (list, tuple)) else [thresholds]
-    bad = [t for t in values
-           if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 <= t <= 1]
+    bad = [
+        t
+        for t in values
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 <= t <= 1
+    ]
     if not values or bad:
-        raise metric._error("thresholds", "threshold values must be numbers in [0, 1]",
-                            thresholds)
+        raise metric._error("thresholds", "threshold values must be numbers in [0, 1]", thresholds)
     return [float(t) for t in values]
 
 
@@ -59,8 +66,9 @@ def is_evenly_distributed_thresholds(thresholds: list[float]) -> bool:
     n = len(thresholds)
     if n < 3:
         return False
-    return all(abs(t - i / (n - 1)) <= EPSILON + 1e-5 * abs(i / (n - 1))
-               for i, t in enumerate(thresholds))
+    return all(
+        abs(t - i / (n - 1)) <= EPSILON + 1e-5 * abs(i / (n - 1)) for i, t in enumerate(thresholds)
+    )
 
 
 def filter_top_k(x: Tensor, k: int) -> Tensor:
@@ -70,7 +78,7 @@ def filter_top_k(x: Tensor, k: int) -> Tensor:
     ``O(x.numel() * C)`` for ``C`` classes.
     """
     c = x.shape[-1]
-    xi, xj = x.unsqueeze(-1), x.unsqueeze(-2)      # [..., i, j] compares x_j with x_i
+    xi, xj = x.unsqueeze(-1), x.unsqueeze(-2)  # [..., i, j] compares x_j with x_i
     idx = nnkit.arange(c, device=x.device)
     earlier = idx.reshape(1, c) < idx.reshape(c, 1)  # j < i
     rank = ((xj > xi) | ((xj == xi) & earlier)).long().sum(-1)
@@ -78,12 +86,19 @@ def filter_top_k(x: Tensor, k: int) -> Tensor:
     return x * mask + NEG_INF * (1 - mask)
 
 
-def update_confusion_matrix_variables(metric: Metric, variables: dict[str, str], y_true: Any,
-                                      y_pred: Any, thresholds: list[float],
-                                      top_k: int | None = None, class_id: int | None = None,
-                                      sample_weight: Any = None, multi_label: bool = False,
-                                      label_weights: Tensor | None = None,
-                                      thresholds_distributed_evenly: bool = False) -> None:
+def update_confusion_matrix_variables(
+    metric: Metric,
+    variables: dict[str, str],
+    y_true: Any,
+    y_pred: Any,
+    thresholds: list[float],
+    top_k: int | None = None,
+    class_id: int | None = None,
+    sample_weight: Any = None,
+    multi_label: bool = False,
+    label_weights: Tensor | None = None,
+    thresholds_distributed_evenly: bool = False,
+) -> None:
     """Add the weighted confusion counts of one batch to ``metric``'s state.
 
     Args:
@@ -104,45 +119,58 @@ def update_confusion_matrix_variables(metric: Metric, variables: dict[str, str],
     y_true = to_tensor(y_true, metric.dtype, y_pred.device)
     y_pred, y_true = squeeze_or_expand_to_same_rank(y_pred, y_true)
     if tuple(y_true.shape) != tuple(y_pred.shape):
-        raise ValueError(f"{name} ({metric.name!r}): `y_true` and `y_pred` must have the same "
-                         f"shape; got {tuple(y_true.shape)} and {tuple(y_pred.shape)}")
+        raise ValueError(
+            f"{name} ({metric.name!r}): `y_true` and `y_pred` must have the same "
+            f"shape; got {tuple(y_true.shape)} and {tuple(y_pred.shape)}"
+        )
     if sample_weight is not None:
         sample_weight = to_tensor(sample_weight, metric.dtype, y_pred.device).unsqueeze(-1)
-        _, sample_weight = squeeze_or_expand_to_same_rank(y_true, sample_weight,
-                                                          expand_rank_1=False)
+        _, sample_weight = squeeze_or_expand_to_same_rank(
+            y_true, sample_weight, expand_rank_1=False
+        )
     if top_k is not None:
         y_pred = filter_top_k(y_pred, top_k)
     if class_id is not None:
         if y_pred.ndim == 1:
-            raise ValueError(f"{name}: when `class_id` is given, y_pred must be a 2D array "
-                             f"of shape (num_samples, num_classes); got {tuple(y_pred.shape)}")
+            raise ValueError(
+                f"{name}: when `class_id` is given, y_pred must be a 2D array "
+                f"of shape (num_samples, num_classes); got {tuple(y_pred.shape)}"
+            )
         if class_id >= y_pred.shape[-1]:
-            raise ValueError(f"{name}: `class_id`={class_id} is out of range for "
-                             f"{y_pred.shape[-1]} classes")
-        y_true = y_true[..., class_id:class_id + 1]
-        y_pred = y_pred[..., class_id:class_id + 1]
+            raise ValueError(
+                f"{name}: `class_id`={class_id} is out of range for {y_pred.shape[-1]} classes"
+            )
+        y_true = y_true[..., class_id : class_id + 1]
+        y_pred = y_pred[..., class_id : class_id + 1]
     if y_pred.numel() == 0:
         return
     weights = None
     if sample_weight is not None:
         weights = broadcast_weight(metric, sample_weight, tuple(y_pred.shape))
     if label_weights is not None:
-        lw = broadcast_weight(metric, label_weights.to(y_pred.device).unsqueeze(0),
-                              tuple(y_pred.shape))
+        lw = broadcast_weight(
+            metric, label_weights.to(y_pred.device).unsqueeze(0), tuple(y_pred.shape)
+        )
         weights = lw if weights is None else weights * lw
     if thresholds_distributed_evenly:
         with_epsilon = thresholds[0] < 0.0 or thresholds[-1] > 1.0
-        counts = _counts_bucketed(y_true, y_pred, len(thresholds), weights, multi_label,
-                                  with_epsilon)
+        counts = _counts_bucketed(
+            y_true, y_pred, len(thresholds), weights, multi_label, with_epsilon
+        )
     else:
         counts = _counts_tiled(y_true, y_pred, thresholds, weights, multi_label)
     for key, attr in variables.items():
         metric._assign_add(attr, counts[key])
 
 
-def _counts_bucketed(y_true: Tensor, y_pred: Tensor, num_thresholds: int,
-                     weights: Tensor | None, multi_label: bool,
-                     with_epsilon: bool) -> dict[str, Tensor]:
+def _counts_bucketed(
+    y_true: Tensor,
+    y_pred: Tensor,
+    num_thresholds: int,
+    weights: Tensor | None,
+    multi_label: bool,
+    with_epsilon: bool,
+) -> dict[str, Tensor]:
     y_pred = y_pred.clamp(0.0, 1.0)
     y_true = (y_true != 0).to(y_pred.dtype)
     if not multi_label:
@@ -171,8 +199,9 @@ def _counts_bucketed(y_true: Tensor, y_pred: Tensor, num_thresholds: int,
         return hist.reshape(num_thresholds, -1) if multi_label else hist
 
     # reversed cumulative sum over thresholds: count(t_i) = sum_{j >= i} bucket(j)
-    upper = nnkit.triu(nnkit.ones(num_thresholds, num_thresholds, dtype=y_pred.dtype,
-                                  device=y_pred.device))
+    upper = nnkit.triu(
+        nnkit.ones(num_thresholds, num_thresholds, dtype=y_pred.dtype, device=y_pred.device)
+    )
     tp = upper @ histogram(true_labels)
     fp = upper @ histogram(false_labels)
     if multi_label:
@@ -182,16 +211,21 @@ def _counts_bucketed(y_true: Tensor, y_pred: Tensor, num_thresholds: int,
     return {"tp": tp, "fp": fp, "tn": total_false - fp, "fn": total_true - tp}
 
 
-def _counts_tiled(y_true: Tensor, y_pred: Tensor, thresholds: list[float],
-                  weights: Tensor | None, multi_label: bool) -> dict[str, Tensor]:
+def _counts_tiled(
+    y_true: Tensor,
+    y_pred: Tensor,
+    thresholds: list[float],
+    weights: Tensor | None,
+    multi_label: bool,
+) -> dict[str, Tensor]:
     num = len(thresholds)
     thr = nnkit.tensor(thresholds, dtype=y_pred.dtype, device=y_pred.device)
     if multi_label:
-        pred_pos = y_pred.unsqueeze(0) > thr.reshape(num, 1, 1)        # (T, N, L)
+        pred_pos = y_pred.unsqueeze(0) > thr.reshape(num, 1, 1)  # (T, N, L)
         label_pos = (y_true != 0).unsqueeze(0)
         weights = None if weights is None else weights.unsqueeze(0)
     else:
-        pred_pos = y_pred.reshape(1, -1) > thr.reshape(num, 1)          # (T, P)
+        pred_pos = y_pred.reshape(1, -1) > thr.reshape(num, 1)  # (T, P)
         label_pos = (y_true != 0).reshape(1, -1)
         weights = None if weights is None else weights.reshape(1, -1)
 
@@ -200,20 +234,32 @@ def _counts_tiled(y_true: Tensor, y_pred: Tensor, thresholds: list[float],
         return values.sum(1)
 
     pred_neg, label_neg = ~pred_pos, ~label_pos
-    return {"tp": count(label_pos & pred_pos), "fp": count(label_neg & pred_pos),
-            "tn": count(label_neg & pred_neg), "fn": count(label_pos & pred_neg)}
+    return {
+        "tp": count(label_pos & pred_pos),
+        "fp": count(label_neg & pred_pos),
+        "tn": count(label_neg & pred_neg),
+        "fn": count(label_pos & pred_neg),
+    }
 
 
 class _PrecisionRecallBase(Metric):
     _second: str = ""  # "false_positives" or "false_negatives"
 
-    def __init__(self, thresholds: Any = None, top_k: int | None = None,
-                 class_id: int | None = None, name: str | None = None,
-                 dtype: Any = None) -> None:
+    def __init__(
+        self,
+        thresholds: Any = None,
+        top_k: int | None = None,
+        class_id: int | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ) -> None:
         _check_optional_int(self, "top_k", top_k, 1)
         _check_optional_int(self, "class_id", class_id, 0)
-        parsed = [0.5 if top_k is None else NEG_INF] if thresholds is None \
+        parsed = (
+            [0.5 if top_k is None else NEG_INF]
+            if thresholds is None
             else _check_thresholds(self, thresholds)
+        )
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.top_k = top_k
@@ -233,10 +279,16 @@ class _PrecisionRecallBase(Metric):
         """
         key = "fp" if self._second == "false_positives" else "fn"
         update_confusion_matrix_variables(
-            self, {"tp": "true_positives", key: self._second}, y_true, y_pred,
-            thresholds=self.thresholds, top_k=self.top_k, class_id=self.class_id,
+            self,
+            {"tp": "true_positives", key: self._second},
+            y_true,
+            y_pred,
+            thresholds=self.thresholds,
+            top_k=self.top_k,
+            class_id=self.class_id,
             sample_weight=sample_weight,
-            thresholds_distributed_evenly=self._thresholds_distributed_evenly)
+            thresholds_distributed_evenly=self._thresholds_distributed_evenly,
+        )
 
     def result(self) -> Tensor:
         tp = self.true_positives
@@ -247,8 +299,12 @@ class _PrecisionRecallBase(Metric):
         thresholds = self.init_thresholds
         if isinstance(thresholds, tuple):
             thresholds = list(thresholds)
-        return {**super().get_config(), "thresholds": thresholds, "top_k": self.top_k,
-                "class_id": self.class_id}
+        return {
+            **super().get_config(),
+            "thresholds": thresholds,
+            "top_k": self.top_k,
+            "class_id": self.class_id,
+        }
 
 
 class Precision(_PrecisionRecallBase):

@@ -37,19 +37,28 @@ class FBetaScore(Metric):
     state is built at the first ``update_state`` from ``num_classes``.
     """
 
-    def __init__(self, average: str | None = None, beta: float = 1.0,
-                 threshold: float | None = None, name: str = "fbeta_score",
-                 dtype: Any = None) -> None:
+    def __init__(
+        self,
+        average: str | None = None,
+        beta: float = 1.0,
+        threshold: float | None = None,
+        name: str = "fbeta_score",
+        dtype: Any = None,
+    ) -> None:
         if average not in _AVERAGES:
-            raise self._error("average", "expected one of None, 'micro', 'macro', "
-                              "'weighted'", average)
+            raise self._error(
+                "average", "expected one of None, 'micro', 'macro', 'weighted'", average
+            )
         if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not beta > 0:
             raise self._error("beta", "it must be a number > 0", beta)
-        if threshold is not None and (isinstance(threshold, bool)
-                                      or not isinstance(threshold, numbers.Real)
-                                      or not 0.0 < threshold <= 1.0):
-            raise self._error("threshold", "it must be None or a number with "
-                              "0 < threshold <= 1", threshold)
+        if threshold is not None and (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, numbers.Real)
+            or not 0.0 < threshold <= 1.0
+        ):
+            raise self._error(
+                "threshold", "it must be None or a number with 0 < threshold <= 1", threshold
+            )
         super().__init__(name=name, dtype=dtype)
         self.average = average
         self.beta = float(beta)
@@ -60,10 +69,12 @@ class FBetaScore(Metric):
 
     def _build(self, y_true_shape: tuple[int, ...], y_pred_shape: tuple[int, ...]) -> None:
         if len(y_pred_shape) != 2 or len(y_true_shape) != 2:
-            raise ValueError(f"{type(self).__name__} ({self.name!r}) expects 2D inputs with "
-                             f"shape (batch_size, output_dim). Received input shapes: "
-                             f"y_pred.shape={tuple(y_pred_shape)} and "
-                             f"y_true.shape={tuple(y_true_shape)}.")
+            raise ValueError(
+                f"{type(self).__name__} ({self.name!r}) expects 2D inputs with "
+                f"shape (batch_size, output_dim). Received input shapes: "
+                f"y_pred.shape={tuple(y_pred_shape)} and "
+                f"y_true.shape={tuple(y_true_shape)}."
+            )
         self._num_classes = int(y_pred_shape[-1])
         shape: tuple[int, ...] = () if self.average == "micro" else (self._num_classes,)
         for name in _STATE:
@@ -117,7 +128,7 @@ class FBetaScore(Metric):
         tp = self.true_positives
         precision = tp / (tp + self.false_positives + EPSILON)
         recall = tp / (tp + self.false_negatives + EPSILON)
-        b2 = self.beta ** 2
+        b2 = self.beta**2
         score = precision * recall / (b2 * precision + recall + EPSILON) * (1 + b2)
         if self.average == "weighted":
             weights = self.intermediate_weights / (self.intermediate_weights.sum() + EPSILON)
@@ -131,8 +142,12 @@ class FBetaScore(Metric):
             super().reset_state()
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "average": self.average, "beta": self.beta,
-                "threshold": self.threshold}
+        return {
+            **super().get_config(),
+            "average": self.average,
+            "beta": self.beta,
+            "threshold": self.threshold,
+        }
 
 
 class F1Score(FBetaScore):
@@ -152,10 +167,14 @@ class F1Score(FBetaScore):
         [0.5, 0.8, 0.6667]
     """
 
-    def __init__(self, average: str | None = None, threshold: float | None = None,
-                 name: str = "f1_score", dtype: Any = None) -> None:
-        super().__init__(average=average, beta=1.0, threshold=threshold, name=name,
-                         dtype=dtype)
+    def __init__(
+        self,
+        average: str | None = None,
+        threshold: float | None = None,
+        name: str = "f1_score",
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(average=average, beta=1.0, threshold=threshold, name=name, dtype=dtype)
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

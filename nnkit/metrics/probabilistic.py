@@ -23,9 +23,14 @@ from nnkit.autograd.ops.activation import log_softmax, logsigmoid
 from nnkit.autograd.tensor import Tensor
 from nnkit.metrics.base import MeanMetricWrapper, squeeze_or_expand_to_same_rank
 
-__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
-           "binary_crossentropy", "categorical_crossentropy",
-           "sparse_categorical_crossentropy"]
+__all__ = [
+    "BinaryCrossentropy",
+    "CategoricalCrossentropy",
+    "SparseCategoricalCrossentropy",
+    "binary_crossentropy",
+    "categorical_crossentropy",
+    "sparse_categorical_crossentropy",
+]
 
 EPSILON = 1e-7  # Keras's backend.epsilon()
 
@@ -34,15 +39,22 @@ def _float_pred(y_pred: Tensor) -> Tensor:
     return y_pred if y_pred.is_floating_point() else y_pred.float()
 
 
-def binary_crossentropy(y_true: Tensor, y_pred: Tensor, from_logits: bool = False,
-                        label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
+def binary_crossentropy(
+    y_true: Tensor,
+    y_pred: Tensor,
+    from_logits: bool = False,
+    label_smoothing: float = 0.0,
+    axis: int = -1,
+) -> Tensor:
     """``mean(-(y log p + (1 - y) log(1 - p)), axis)`` (Keras's ``binary_crossentropy``)."""
     y_pred = _float_pred(y_pred)
     y_true = y_true.to(y_pred.dtype)
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
     if tuple(y_true.shape) != tuple(y_pred.shape):
-        raise ValueError("binary_crossentropy: `y_true` and `y_pred` must have the same "
-                         f"shape; got {tuple(y_true.shape)} and {tuple(y_pred.shape)}")
+        raise ValueError(
+            "binary_crossentropy: `y_true` and `y_pred` must have the same "
+            f"shape; got {tuple(y_true.shape)} and {tuple(y_pred.shape)}"
+        )
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
     if from_logits:
@@ -60,14 +72,21 @@ def _log_probs(y_pred: Tensor, from_logits: bool, axis: int) -> Tensor:
     return p.clamp(EPSILON, 1.0 - EPSILON).log()
 
 
-def categorical_crossentropy(y_true: Tensor, y_pred: Tensor, from_logits: bool = False,
-                             label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
+def categorical_crossentropy(
+    y_true: Tensor,
+    y_pred: Tensor,
+    from_logits: bool = False,
+    label_smoothing: float = 0.0,
+    axis: int = -1,
+) -> Tensor:
     """``-sum(y_true * log(y_pred), axis)`` for one-hot (or soft) targets."""
     y_pred = _float_pred(y_pred)
     y_true = y_true.to(y_pred.dtype)
     if tuple(y_true.shape) != tuple(y_pred.shape):
-        raise ValueError("categorical_crossentropy: `y_true` and `y_pred` must have the "
-                         f"same shape; got {tuple(y_true.shape)} and {tuple(y_pred.shape)}")
+        raise ValueError(
+            "categorical_crossentropy: `y_true` and `y_pred` must have the "
+            f"same shape; got {tuple(y_true.shape)} and {tuple(y_pred.shape)}"
+        )
     if y_pred.ndim < 1:
         raise ValueError("categorical_crossentropy: inputs must be at least rank 1")
     if label_smoothing:
@@ -76,9 +95,13 @@ def categorical_crossentropy(y_true: Tensor, y_pred: Tensor, from_logits: bool =
     return -(y_true * _log_probs(y_pred, from_logits, axis)).sum(axis)
 
 
-def sparse_categorical_crossentropy(y_true: Tensor, y_pred: Tensor, from_logits: bool = False,
-                                    ignore_class: int | None = None,
-                                    axis: int = -1) -> Tensor | tuple[Tensor, Tensor]:
+def sparse_categorical_crossentropy(
+    y_true: Tensor,
+    y_pred: Tensor,
+    from_logits: bool = False,
+    ignore_class: int | None = None,
+    axis: int = -1,
+) -> Tensor | tuple[Tensor, Tensor]:
     """``-log(y_pred[target])`` for integer targets (Keras's
     ``sparse_categorical_crossentropy``); with ``ignore_class``, ``(values, mask)``."""
     y_pred = _float_pred(y_pred)
@@ -87,17 +110,21 @@ def sparse_categorical_crossentropy(y_true: Tensor, y_pred: Tensor, from_logits:
     log_prob = _log_probs(y_pred, from_logits, axis).movedim(axis, -1)
     num_classes = log_prob.shape[-1]
     if tuple(y_true.shape) != tuple(log_prob.shape[:-1]):
-        raise ValueError("sparse_categorical_crossentropy: `y_true` must have the shape of "
-                         "`y_pred` without its class axis; got "
-                         f"{tuple(y_true.shape)} and {tuple(y_pred.shape)}")
+        raise ValueError(
+            "sparse_categorical_crossentropy: `y_true` must have the shape of "
+            "`y_pred` without its class axis; got "
+            f"{tuple(y_true.shape)} and {tuple(y_pred.shape)}"
+        )
     target = y_true.long()
     mask = None
     if ignore_class is not None:
         mask = target != ignore_class
         target = target.masked_fill(~mask, 0)
     if target.numel() and bool(((target < 0) | (target >= num_classes)).any().item()):
-        raise ValueError(f"sparse_categorical_crossentropy: target class ids must lie in "
-                         f"[0, {num_classes}); got {target.min().item()}..{target.max().item()}")
+        raise ValueError(
+            f"sparse_categorical_crossentropy: target class ids must lie in "
+            f"[0, {num_classes}); got {target.min().item()}..{target.max().item()}"
+        )
     values = -log_prob.gather(-1, target.unsqueeze(-1)).squeeze(-1)
     if mask is None:
         return values
@@ -110,10 +137,12 @@ def _check_from_logits(metric: MeanMetricWrapper, from_logits: Any) -> None:
 
 
 def _check_label_smoothing(metric: MeanMetricWrapper, label_smoothing: Any) -> None:
-    if (isinstance(label_smoothing, bool) or not isinstance(label_smoothing, numbers.Real)
-            or not 0 <= label_smoothing <= 1):
-        raise metric._error("label_smoothing", "it must be a number in [0, 1]",
-                            label_smoothing)
+    if (
+        isinstance(label_smoothing, bool)
+        or not isinstance(label_smoothing, numbers.Real)
+        or not 0 <= label_smoothing <= 1
+    ):
+        raise metric._error("label_smoothing", "it must be a number in [0, 1]", label_smoothing)
 
 
 def _check_axis(metric: MeanMetricWrapper, axis: Any) -> None:
@@ -136,18 +165,32 @@ class BinaryCrossentropy(MeanMetricWrapper):
         0.81492
     """
 
-    def __init__(self, name: str = "binary_crossentropy", dtype: Any = None,
-                 from_logits: bool = False, label_smoothing: float = 0) -> None:
+    def __init__(
+        self,
+        name: str = "binary_crossentropy",
+        dtype: Any = None,
+        from_logits: bool = False,
+        label_smoothing: float = 0,
+    ) -> None:
         _check_from_logits(self, from_logits)
         _check_label_smoothing(self, label_smoothing)
-        super().__init__(binary_crossentropy, name=name, dtype=dtype, from_logits=from_logits,
-                         label_smoothing=label_smoothing)
+        super().__init__(
+            binary_crossentropy,
+            name=name,
+            dtype=dtype,
+            from_logits=from_logits,
+            label_smoothing=label_smoothing,
+        )
         self.from_logits = from_logits
         self.label_smoothing = label_smoothing
 
     def get_config(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "from_logits": self.from_logits,
-                "label_smoothing": self.label_smoothing}
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "from_logits": self.from_logits,
+            "label_smoothing": self.label_smoothing,
+        }
 
 
 class CategoricalCrossentropy(MeanMetricWrapper):
@@ -166,21 +209,37 @@ class CategoricalCrossentropy(MeanMetricWrapper):
         1.17694
     """
 
-    def __init__(self, name: str = "categorical_crossentropy", dtype: Any = None,
-                 from_logits: bool = False, label_smoothing: float = 0,
-                 axis: int = -1) -> None:
+    def __init__(
+        self,
+        name: str = "categorical_crossentropy",
+        dtype: Any = None,
+        from_logits: bool = False,
+        label_smoothing: float = 0,
+        axis: int = -1,
+    ) -> None:
         _check_from_logits(self, from_logits)
         _check_label_smoothing(self, label_smoothing)
         _check_axis(self, axis)
-        super().__init__(categorical_crossentropy, name=name, dtype=dtype,
-                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        super().__init__(
+            categorical_crossentropy,
+            name=name,
+            dtype=dtype,
+            from_logits=from_logits,
+            label_smoothing=label_smoothing,
+            axis=axis,
+        )
         self.from_logits = from_logits
         self.label_smoothing = label_smoothing
         self.axis = axis
 
     def get_config(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "from_logits": self.from_logits,
-                "label_smoothing": self.label_smoothing, "axis": self.axis}
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "from_logits": self.from_logits,
+            "label_smoothing": self.label_smoothing,
+            "axis": self.axis,
+        }
 
 
 class SparseCategoricalCrossentropy(MeanMetricWrapper):
@@ -199,20 +258,37 @@ class SparseCategoricalCrossentropy(MeanMetricWrapper):
         1.17694
     """
 
-    def __init__(self, name: str = "sparse_categorical_crossentropy", dtype: Any = None,
-                 from_logits: bool = False, ignore_class: int | None = None,
-                 axis: int = -1) -> None:
+    def __init__(
+        self,
+        name: str = "sparse_categorical_crossentropy",
+        dtype: Any = None,
+        from_logits: bool = False,
+        ignore_class: int | None = None,
+        axis: int = -1,
+    ) -> None:
         _check_from_logits(self, from_logits)
         _check_axis(self, axis)
-        if ignore_class is not None and (isinstance(ignore_class, bool)
-                                         or not isinstance(ignore_class, numbers.Integral)):
+        if ignore_class is not None and (
+            isinstance(ignore_class, bool) or not isinstance(ignore_class, numbers.Integral)
+        ):
             raise self._error("ignore_class", "it must be None or an integer", ignore_class)
-        super().__init__(sparse_categorical_crossentropy, name=name, dtype=dtype,
-                         from_logits=from_logits, ignore_class=ignore_class, axis=axis)
+        super().__init__(
+            sparse_categorical_crossentropy,
+            name=name,
+            dtype=dtype,
+            from_logits=from_logits,
+            ignore_class=ignore_class,
+            axis=axis,
+        )
         self.from_logits = from_logits
         self.ignore_class = ignore_class
         self.axis = axis
 
     def get_config(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "from_logits": self.from_logits,
-                "ignore_class": self.ignore_class, "axis": self.axis}
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "from_logits": self.from_logits,
+            "ignore_class": self.ignore_class,
+            "axis": self.axis,
+        }

@@ -20,8 +20,13 @@ from nnkit.metrics.base import (
     to_tensor,
 )
 
-__all__ = ["MeanSquaredError", "RootMeanSquaredError", "MeanAbsoluteError",
-           "mean_squared_error", "mean_absolute_error"]
+__all__ = [
+    "MeanSquaredError",
+    "RootMeanSquaredError",
+    "MeanAbsoluteError",
+    "mean_squared_error",
+    "mean_absolute_error",
+]
 
 
 def _last_axis_mean(t: Tensor) -> Tensor:

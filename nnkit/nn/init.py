@@ -9,20 +9,31 @@ Example:
 """
 
 from nnkit.layers.initializers import (
-                                       _calculate_fan_in_and_fan_out,
-                                       calculate_gain,
-                                       constant_,
-                                       kaiming_normal_,
-                                       kaiming_uniform_,
-                                       normal_,
-                                       ones_,
-                                       trunc_normal_,
-                                       uniform_,
-                                       xavier_normal_,
-                                       xavier_uniform_,
-                                       zeros_,
+    _calculate_fan_in_and_fan_out,
+    calculate_gain,
+    constant_,
+    kaiming_normal_,
+    kaiming_uniform_,
+    normal_,
+    ones_,
+    trunc_normal_,
+    uniform_,
+    xavier_normal_,
+    xavier_uniform_,
+    zeros_,
 )
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_", "_calculate_fan_in_and_fan_out"]
+__all__ = [
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "constant_",
+    "zeros_",
+    "ones_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "trunc_normal_",
+    "_calculate_fan_in_and_fan_out",
+]

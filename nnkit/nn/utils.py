@@ -10,16 +10,19 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops import cat, stack
 from nnkit.autograd.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
-           "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _as_list(parameters) -> list[Tensor]:
     return [parameters] if isinstance(parameters, Tensor) else list(parameters)
 
 
-def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
-                    norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
+def clip_grad_norm_(
+    parameters: Iterable[Tensor] | Tensor,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+) -> Tensor:
     """Scale the gradients in place so that their joint norm is at most ``max_norm``.
 
     The norm is taken over all gradients together, as if concatenated into one vector:
@@ -54,10 +57,12 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
             norms = [g.detach().abs().pow(norm_type).sum() for g in grads]
             total = stack([n.to(grads[0].device) for n in norms]).sum().pow(1.0 / norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
-            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
-                               "`parameters` is non-finite, so it cannot be clipped. To "
-                               "disable this error and scale the gradients by the non-finite "
-                               "norm anyway, set `error_if_nonfinite=False`")
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from "
+                "`parameters` is non-finite, so it cannot be clipped. To "
+                "disable this error and scale the gradients by the non-finite "
+                "norm anyway, set `error_if_nonfinite=False`"
+            )
         coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef.to(g.device).to(g.dtype))
@@ -84,8 +89,10 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     with no_grad():
         for p in parameters:
             n = p.numel()
-            p.copy_(vec[offset:offset + n].reshape(p.shape))
+            p.copy_(vec[offset : offset + n].reshape(p.shape))
             offset += n
     if offset != vec.numel():
-        raise ValueError(f"vector_to_parameters: the vector has {vec.numel()} elements but the "
-                         f"parameters have {offset}")
+        raise ValueError(
+            f"vector_to_parameters: the vector has {vec.numel()} elements but the "
+            f"parameters have {offset}"
+        )

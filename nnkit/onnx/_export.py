@@ -21,8 +21,10 @@ def _require():
     try:
         import onnx
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("nnkit.onnx.export needs the 'onnx' package: pip install "
-                          "'nnkit[onnx]' (or pip install onnx)") from exc
+        raise ImportError(
+            "nnkit.onnx.export needs the 'onnx' package: pip install "
+            "'nnkit[onnx]' (or pip install onnx)"
+        ) from exc
     return onnx
 
 
@@ -43,14 +45,14 @@ class _Tracer:
 
     def hook(self, cls, args, kwargs):
         g = self.graph
-        traced = any(g.known(a) for a in args) or any(
-            g.known(a) for a in kwargs.values())
+        traced = any(g.known(a) for a in args) or any(g.known(a) for a in kwargs.values())
         fn = lookup(cls) if cls._mat_forward else None
         if traced and fn is None:
             kind = "a user Function" if not cls._mat_forward else "an op"
             raise UnsupportedOpError(
                 f"nnkit.onnx.export: {cls.__name__} ({kind}) has no ONNX mapping; it was "
-                f"called in {self.layer()}")
+                f"called in {self.layer()}"
+            )
         _function.trace_hook = None
         try:
             out = cls.apply(*args, **kwargs)
@@ -60,8 +62,9 @@ class _Tracer:
             try:
                 fn(g, args, kwargs, out)
             except UnsupportedOpError as exc:
-                raise UnsupportedOpError(f"nnkit.onnx.export: {exc}; it was called in "
-                                         f"{self.layer()}") from None
+                raise UnsupportedOpError(
+                    f"nnkit.onnx.export: {exc}; it was called in {self.layer()}"
+                ) from None
         return out
 
     # ---- module hooks: the layer stack, and layers mapped whole (recurrent ones)
@@ -87,12 +90,22 @@ def _flatten(out) -> list:
         return [t for o in out for t in _flatten(o)]
     if isinstance(out, dict):
         return [t for o in out.values() for t in _flatten(o)]
-    raise TypeError(f"nnkit.onnx.export: the model returned a {type(out).__name__}; "
-                    f"expected Tensors (or tuples, lists or dicts of them)")
+    raise TypeError(
+        f"nnkit.onnx.export: the model returned a {type(out).__name__}; "
+        f"expected Tensors (or tuples, lists or dicts of them)"
+    )
 
 
-def export(model, example_input, path, *, opset: int | None = None, input_names=None,
-           output_names=None, dynamic_batch: bool = True) -> None:
+def export(
+    model,
+    example_input,
+    path,
+    *,
+    opset: int | None = None,
+    input_names=None,
+    output_names=None,
+    dynamic_batch: bool = True,
+) -> None:
     """Export ``model`` to the ONNX file ``path``, traced on ``example_input``.
 
     The model runs once in eval mode (Dropout off, BatchNorm on its running statistics)
@@ -127,12 +140,10 @@ def export(model, example_input, path, *, opset: int | None = None, input_names=
 
     opset = DEFAULT_OPSET if opset is None else int(opset)
     if opset < DEFAULT_OPSET:
-        raise ValueError(f"nnkit.onnx.export: opset must be {DEFAULT_OPSET} or newer, got "
-                         f"{opset}")
+        raise ValueError(f"nnkit.onnx.export: opset must be {DEFAULT_OPSET} or newer, got {opset}")
     inputs = (example_input,) if isinstance(example_input, Tensor) else tuple(example_input)
     if not inputs or not all(isinstance(t, Tensor) for t in inputs):
-        raise TypeError("nnkit.onnx.export: example_input must be a Tensor or a tuple of "
-                        "Tensors")
+        raise TypeError("nnkit.onnx.export: example_input must be a Tensor or a tuple of Tensors")
     in_names = _names(input_names, len(inputs), "input")
     flags = [(m, m.training) for m in model.modules()]
     handles = []
@@ -151,8 +162,9 @@ def export(model, example_input, path, *, opset: int | None = None, input_names=
                 out = model(*inputs)
             finally:
                 _function.trace_hook = None
-        proto = _model_proto(onnx, graph, inputs, in_names, _flatten(out), output_names,
-                             opset, dynamic_batch)
+        proto = _model_proto(
+            onnx, graph, inputs, in_names, _flatten(out), output_names, opset, dynamic_batch
+        )
         onnx.checker.check_model(proto)
         atomic_write_bytes(os.fspath(path), proto.SerializeToString())
     finally:
@@ -174,14 +186,17 @@ def _names(given, n, stem):
 def _value_info(helper, graph, name, tensor, axis):
     dims = [("batch" if k == axis else int(d)) for k, d in enumerate(tensor.shape)]
     return helper.make_tensor_value_info(
-        name, helper.np_dtype_to_tensor_dtype(to_numpy_dtype(tensor)), dims)
+        name, helper.np_dtype_to_tensor_dtype(to_numpy_dtype(tensor)), dims
+    )
 
 
 def _model_proto(onnx, graph, inputs, in_names, outs, output_names, opset, dynamic_batch):
     helper = graph.helper
     out_names = _names(output_names, len(outs), "output")
-    g_inputs = [_value_info(helper, graph, n, t, 0 if dynamic_batch and t.ndim else None)
-                for t, n in zip(inputs, in_names)]
+    g_inputs = [
+        _value_info(helper, graph, n, t, 0 if dynamic_batch and t.ndim else None)
+        for t, n in zip(inputs, in_names)
+    ]
     g_outputs = []
     for t, n in zip(outs, out_names):
         src = graph.name(t)
@@ -190,5 +205,10 @@ def _model_proto(onnx, graph, inputs, in_names, outs, output_names, opset, dynam
         g_outputs.append(_value_info(helper, graph, n, t, axis))
     body = helper.make_graph(graph.nodes, "nnkit", g_inputs, g_outputs, graph.initializers)
     from nnkit import __version__
-    return helper.make_model(body, producer_name="nnkit", producer_version=__version__,
-                             opset_imports=[helper.make_opsetid("", opset)])
+
+    return helper.make_model(
+        body,
+        producer_name="nnkit",
+        producer_version=__version__,
+        opset_imports=[helper.make_opsetid("", opset)],
+    )

@@ -90,8 +90,9 @@ class Graph:
     def node(self, op_type: str, inputs, n_out: int = 1, **attrs):
         """Add a node; returns its output name (a list of names when ``n_out > 1``)."""
         outs = [self.fresh(op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), outs,
-                                                name=self.fresh(op_type), **attrs))
+        self.nodes.append(
+            self.helper.make_node(op_type, list(inputs), outs, name=self.fresh(op_type), **attrs)
+        )
         return outs[0] if n_out == 1 else outs
 
 

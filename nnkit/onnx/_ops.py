@@ -47,6 +47,7 @@ def _register(*classes):
         for cls in classes:
             OPS[cls] = fn
         return fn
+
     return deco
 
 
@@ -88,13 +89,19 @@ def _binary(op_type):
     def fn(g, args, kwargs, out):
         dtype = to_numpy_dtype(out)
         _bind(g, out, g.node(op_type, [_input(g, a, dtype) for a in args[:2]]), args)
+
     return fn
 
 
-for _cls, _op in ((elementwise.Add, "Add"), (elementwise.Sub, "Sub"),
-                  (elementwise.Mul, "Mul"), (elementwise.Div, "Div"),
-                  (elementwise.Pow, "Pow"), (elementwise.Maximum, "Max"),
-                  (elementwise.Minimum, "Min")):
+for _cls, _op in (
+    (elementwise.Add, "Add"),
+    (elementwise.Sub, "Sub"),
+    (elementwise.Mul, "Mul"),
+    (elementwise.Div, "Div"),
+    (elementwise.Pow, "Pow"),
+    (elementwise.Maximum, "Max"),
+    (elementwise.Minimum, "Min"),
+):
     OPS[_cls] = _binary(_op)
 
 
@@ -104,12 +111,18 @@ def _compare(op_type, negate=False):
         dtype = np.result_type(*[to_numpy_dtype(t) for t in tensors])
         name = g.node(op_type, [_input(g, a, dtype) for a in args[:2]])
         _bind(g, out, g.node("Not", [name]) if negate else name, args)
+
     return fn
 
 
-for _m, _op, _neg in (("eq", "Equal", False), ("ne", "Equal", True), ("lt", "Less", False),
-                      ("le", "LessOrEqual", False), ("gt", "Greater", False),
-                      ("ge", "GreaterOrEqual", False)):
+for _m, _op, _neg in (
+    ("eq", "Equal", False),
+    ("ne", "Equal", True),
+    ("lt", "Less", False),
+    ("le", "LessOrEqual", False),
+    ("gt", "Greater", False),
+    ("ge", "GreaterOrEqual", False),
+):
     _BY_METHOD[_m] = _compare(_op, _neg)
 
 
@@ -119,21 +132,30 @@ def _unary(*op_types):
         for op_type in op_types:
             name = g.node(op_type, [name])
         _bind(g, out, name, args)
+
     return fn
 
 
-for _cls, _ops in ((elementwise.Exp, ("Exp",)), (elementwise.Log, ("Log",)),
-                   (elementwise.Sqrt, ("Sqrt",)), (elementwise.Rsqrt, ("Sqrt", "Reciprocal")),
-                   (elementwise.Sin, ("Sin",)), (elementwise.Cos, ("Cos",)),
-                   (elementwise.Tan, ("Tan",)), (elementwise.Tanh, ("Tanh",)),
-                   (elementwise.Sigmoid, ("Sigmoid",)),
-                   (elementwise.Reciprocal, ("Reciprocal",)),
-                   (elementwise.Softplus, ("Softplus",)), (elementwise.Erf, ("Erf",)),
-                   (elementwise.Abs, ("Abs",)), (elementwise.Neg, ("Neg",)),
-                   (elementwise.ReLU, ("Relu",)), (shape.Clone, ("Identity",))):
+for _cls, _ops in (
+    (elementwise.Exp, ("Exp",)),
+    (elementwise.Log, ("Log",)),
+    (elementwise.Sqrt, ("Sqrt",)),
+    (elementwise.Rsqrt, ("Sqrt", "Reciprocal")),
+    (elementwise.Sin, ("Sin",)),
+    (elementwise.Cos, ("Cos",)),
+    (elementwise.Tan, ("Tan",)),
+    (elementwise.Tanh, ("Tanh",)),
+    (elementwise.Sigmoid, ("Sigmoid",)),
+    (elementwise.Reciprocal, ("Reciprocal",)),
+    (elementwise.Softplus, ("Softplus",)),
+    (elementwise.Erf, ("Erf",)),
+    (elementwise.Abs, ("Abs",)),
+    (elementwise.Neg, ("Neg",)),
+    (elementwise.ReLU, ("Relu",)),
+    (shape.Clone, ("Identity",)),
+):
     OPS[_cls] = _unary(*_ops)
-for _m, _op in (("floor", "Floor"), ("ceil", "Ceil"), ("sign", "Sign"),
-                ("logical_not", "Not")):
+for _m, _op in (("floor", "Floor"), ("ceil", "Ceil"), ("sign", "Sign"), ("logical_not", "Not")):
     _BY_METHOD[_m] = _unary(_op)
 
 
@@ -155,8 +177,11 @@ OPS[elementwise.Log1p] = _log1p
 def _clamp(g, args, kwargs, out):
     dtype = to_numpy_dtype(out)
     x, lo, hi = args[0], args[1], args[2]
-    inputs = [g.name(x), "" if lo is None else g.name(lo, dtype=dtype),
-              "" if hi is None else g.name(hi, dtype=dtype)]
+    inputs = [
+        g.name(x),
+        "" if lo is None else g.name(lo, dtype=dtype),
+        "" if hi is None else g.name(hi, dtype=dtype),
+    ]
     while inputs[-1] == "":
         inputs.pop()
     _bind(g, out, g.node("Clip", inputs), args)
@@ -166,8 +191,9 @@ def _clamp(g, args, kwargs, out):
 def _where(g, args, kwargs, out):
     dtype = to_numpy_dtype(out)
     cond = _input(g, args[0], np.dtype(bool))
-    _bind(g, out, g.node("Where", [cond, _input(g, args[1], dtype), _input(g, args[2], dtype)]),
-          args)
+    _bind(
+        g, out, g.node("Where", [cond, _input(g, args[1], dtype), _input(g, args[2], dtype)]), args
+    )
 
 
 @_register(shape.Cast)
@@ -180,6 +206,7 @@ def _cast(g, args, kwargs, out):
 def _softmax(op_type):
     def fn(g, args, kwargs, out):
         _bind(g, out, g.node(op_type, [g.name(args[0])], axis=int(args[1])), args)
+
     return fn
 
 
@@ -234,8 +261,13 @@ def _reshape(g, args, kwargs, out):
 def _permute(g, args, kwargs, out):
     perm = [int(d) for d in args[1]]
     ax = g.axis_of(args[0])
-    _bind(g, out, g.node("Transpose", [g.name(args[0])], perm=perm), args,
-          None if ax is None else perm.index(ax))
+    _bind(
+        g,
+        out,
+        g.node("Transpose", [g.name(args[0])], perm=perm),
+        args,
+        None if ax is None else perm.index(ax),
+    )
 
 
 @_register(shape.Expand)
@@ -269,7 +301,7 @@ def _getitem(g, args, kwargs, out):
         raise UnsupportedOpError("getitem with more than one index array has no ONNX mapping")
     for k, item in enumerate(idx):
         if item is Ellipsis:
-            later = [it for it in idx[k + 1:] if it is not None and it is not Ellipsis]
+            later = [it for it in idx[k + 1 :] if it is not None and it is not Ellipsis]
             d = rank - len(later)
         elif item is None:
             name = g.node("Unsqueeze", [name, g.ints([d])])
@@ -288,14 +320,18 @@ def _getitem(g, args, kwargs, out):
             step = 1 if item.step is None else item.step
             if ax == d or size is None:
                 start = item.start or 0
-                stop = item.stop if item.stop is not None else (
-                    _INT64_MAX if step > 0 else -_INT64_MAX)
+                stop = (
+                    item.stop
+                    if item.stop is not None
+                    else (_INT64_MAX if step > 0 else -_INT64_MAX)
+                )
             else:
                 start, stop, step = item.indices(size)
                 if stop < 0:
                     stop = -_INT64_MAX
-            name = g.node("Slice", [name, g.ints([start]), g.ints([stop]), g.ints([d]),
-                                    g.ints([step])])
+            name = g.node(
+                "Slice", [name, g.ints([start]), g.ints([stop]), g.ints([d]), g.ints([step])]
+            )
             d += 1
         else:
             index = to_numpy(item).astype(np.int64)
@@ -308,8 +344,11 @@ def _getitem(g, args, kwargs, out):
 
 # ---- reductions
 def _axes(dims, ndim):
-    return None if dims is None else [int(d) % ndim for d in (
-        dims if isinstance(dims, (tuple, list)) else (dims,))]
+    return (
+        None
+        if dims is None
+        else [int(d) % ndim for d in (dims if isinstance(dims, (tuple, list)) else (dims,))]
+    )
 
 
 def _reduce(op_type, axes_input):
@@ -332,6 +371,7 @@ def _reduce(op_type, axes_input):
         else:
             ax = None
         _bind(g, out, name, args, ax)
+
     return fn
 
 
@@ -365,11 +405,13 @@ def _gather(g, args, kwargs, out):
 # ---- convolution and pooling
 def _spatial_attrs(geom):
     nd = len(geom.kernel)
-    pads = [int(geom.pads[i][0]) for i in range(nd)] + [int(geom.pads[i][1])
-                                                        for i in range(nd)]
-    return {"kernel_shape": [int(k) for k in geom.kernel],
-            "strides": [int(s) for s in geom.stride],
-            "dilations": [int(s) for s in geom.dilation], "pads": pads}
+    pads = [int(geom.pads[i][0]) for i in range(nd)] + [int(geom.pads[i][1]) for i in range(nd)]
+    return {
+        "kernel_shape": [int(k) for k in geom.kernel],
+        "strides": [int(s) for s in geom.stride],
+        "dilations": [int(s) for s in geom.dilation],
+        "pads": pads,
+    }
 
 
 @_register(conv.ConvNd)
@@ -418,15 +460,21 @@ def _celu(g, args, kwargs, out):
 def _logical(bool_op, int_op):
     """``&``, ``|``, ``^``: ONNX's logical op on booleans, its bitwise one (opset 18) on
     integers."""
+
     def fn(g, args, kwargs, out):
         dtype = to_numpy_dtype(out)
         op_type = bool_op if dtype == np.bool_ else int_op
         _bind(g, out, g.node(op_type, [_input(g, a, dtype) for a in args[:2]]), args)
+
     return fn
 
 
-for _m, _bool, _int in (("bitwise_and", "And", "BitwiseAnd"), ("bitwise_or", "Or", "BitwiseOr"),
-                        ("bitwise_xor", "Xor", "BitwiseXor"),
-                        ("logical_and", "And", "BitwiseAnd"), ("logical_or", "Or", "BitwiseOr"),
-                        ("logical_xor", "Xor", "BitwiseXor")):
+for _m, _bool, _int in (
+    ("bitwise_and", "And", "BitwiseAnd"),
+    ("bitwise_or", "Or", "BitwiseOr"),
+    ("bitwise_xor", "Xor", "BitwiseXor"),
+    ("logical_and", "And", "BitwiseAnd"),
+    ("logical_or", "Or", "BitwiseOr"),
+    ("logical_xor", "Xor", "BitwiseXor"),
+):
     _BY_METHOD[_m] = _logical(_bool, _int)

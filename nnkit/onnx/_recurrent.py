@@ -23,15 +23,16 @@ def maps(module) -> bool:
 
 
 def _reorder(w, order, hidden):
-    return np.concatenate([w[k * hidden:(k + 1) * hidden] for k in order], axis=0)
+    return np.concatenate([w[k * hidden : (k + 1) * hidden] for k in order], axis=0)
 
 
 def emit(g, module, args, out) -> None:
     """Add the nodes of ``module`` run on ``args``; bind its outputs ``out``."""
     x = args[0]
     if x.ndim != 3:
-        raise UnsupportedOpError(f"nnkit.onnx.export: {type(module).__name__} on an unbatched "
-                                 f"input has no ONNX mapping")
+        raise UnsupportedOpError(
+            f"nnkit.onnx.export: {type(module).__name__} on an unbatched input has no ONNX mapping"
+        )
     cls = type(module)
     op_type = cls.__name__
     hidden, dirs = module.hidden_size, 2 if module.bidirectional else 1
@@ -49,19 +50,28 @@ def emit(g, module, args, out) -> None:
             ws.append(_reorder(to_numpy(w_ih), order, hidden))
             rs.append(_reorder(to_numpy(w_hh), order, hidden))
             if b_ih is not None:
-                bs.append(np.concatenate([_reorder(to_numpy(b_ih), order, hidden),
-                                          _reorder(to_numpy(b_hh), order, hidden)]))
-        inputs = [name, g.const(np.stack(ws), "W"), g.const(np.stack(rs), "R"),
-                  g.const(np.stack(bs), "B") if bs else "", ""]
+                bs.append(
+                    np.concatenate(
+                        [
+                            _reorder(to_numpy(b_ih), order, hidden),
+                            _reorder(to_numpy(b_hh), order, hidden),
+                        ]
+                    )
+                )
+        inputs = [
+            name,
+            g.const(np.stack(ws), "W"),
+            g.const(np.stack(rs), "R"),
+            g.const(np.stack(bs), "B") if bs else "",
+            "",
+        ]
         if states is not None:
             lo, hi = layer * dirs, (layer + 1) * dirs
             for s in states:
-                inputs.append(g.node("Slice", [g.name(s), g.ints([lo]), g.ints([hi]),
-                                               g.ints([0])]))
+                inputs.append(g.node("Slice", [g.name(s), g.ints([lo]), g.ints([hi]), g.ints([0])]))
         while inputs[-1] == "":
             inputs.pop()
-        attrs = {"hidden_size": hidden,
-                 "direction": "bidirectional" if dirs == 2 else "forward"}
+        attrs = {"hidden_size": hidden, "direction": "bidirectional" if dirs == 2 else "forward"}
         if cls is GRU:
             attrs["linear_before_reset"] = 1
         if cls is RNN:

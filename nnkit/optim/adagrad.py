@@ -46,12 +46,25 @@ class Adagrad(Optimizer):
 
     _state_names = ("sum",)
 
-    def __init__(self, params: ParamsT, lr: float = 1e-2, *, lr_decay: float = 0,
-                 weight_decay: float = 0, initial_accumulator_value: float = 0,
-                 eps: float = 1e-10, maximize: bool = False) -> None:
-        defaults = {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay,
-                    "initial_accumulator_value": initial_accumulator_value, "eps": eps,
-                    "maximize": maximize}
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        *,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        maximize: bool = False,
+    ) -> None:
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "eps": eps,
+            "maximize": maximize,
+        }
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +72,9 @@ class Adagrad(Optimizer):
         accumulator.fill_(group["initial_accumulator_value"])
         return {"sum": accumulator}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
-                group: dict[str, Any]) -> None:
+    def _update(
+        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    ) -> None:
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
         state["sum"].addcmul_(grad, grad, value=1)
         std = state["sum"].sqrt() + group["eps"]

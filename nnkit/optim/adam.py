@@ -49,19 +49,34 @@ class Adam(Optimizer):
 
     _state_names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, *,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False) -> None:
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "amsgrad": amsgrad, "maximize": maximize}
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        *,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        maximize: bool = False,
+    ) -> None:
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+        }
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
         names = self._state_names if group["amsgrad"] else self._state_names[:2]
         return {name: nnkit.zeros_like(p) for name in names}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
-                group: dict[str, Any]) -> None:
+    def _update(
+        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    ) -> None:
         beta1, beta2 = group["betas"]
         step = state["step"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]

@@ -46,15 +46,30 @@ class AdamW(Adam):
 
     _decoupled_weight_decay = True
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, *,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        *,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        maximize: bool = False,
+    ) -> None:
+        super().__init__(
+            params,
+            lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+        )
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
-                group: dict[str, Any]) -> None:
+    def _update(
+        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    ) -> None:
         if group["weight_decay"] != 0:
             p.mul_(1 - group["lr"] * group["weight_decay"])
         super()._update(p, grad, state, group)

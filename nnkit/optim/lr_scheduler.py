@@ -69,8 +69,10 @@ class LRScheduler:
             if last_epoch == -1:
                 group.setdefault("initial_lr", group["lr"])
             elif "initial_lr" not in group:
-                raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
-                               "when resuming an optimizer")
+                raise KeyError(
+                    f"param 'initial_lr' is not specified in param_groups[{i}] "
+                    "when resuming an optimizer"
+                )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._step_count = 0
@@ -115,7 +117,8 @@ class LRScheduler:
         if expected != got:
             raise ValueError(
                 f"state dict does not match {type(self).__name__}: missing "
-                f"{sorted(expected - got)}, unexpected {sorted(got - expected)}")
+                f"{sorted(expected - got)}, unexpected {sorted(got - expected)}"
+            )
         for key, value in state_dict.items():
             setattr(self, key, _plain(value, like=getattr(self, key)))
 
@@ -138,8 +141,9 @@ class StepLR(LRScheduler):
         >>> sched = StepLR(opt, step_size=30, gamma=0.1)   # 0.05 ... then 0.005 at t=30
     """
 
-    def __init__(self, optimizer: Optimizer, step_size: int, *, gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, step_size: int, *, gamma: float = 0.1, last_epoch: int = -1
+    ) -> None:
         if not isinstance(step_size, int) or step_size < 1:
             raise ValueError(f"step_size must be a positive integer, but got {step_size}")
         self.step_size = step_size
@@ -166,8 +170,14 @@ class MultiStepLR(LRScheduler):
         >>> sched = MultiStepLR(opt, milestones=[30, 80], gamma=0.1)
     """
 
-    def __init__(self, optimizer: Optimizer, milestones: Sequence[int], *, gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        milestones: Sequence[int],
+        *,
+        gamma: float = 0.1,
+        last_epoch: int = -1,
+    ) -> None:
         self.milestones = sorted(int(m) for m in milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch=last_epoch)
@@ -220,8 +230,9 @@ class CosineAnnealingLR(LRScheduler):
         >>> sched = CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
     """
 
-    def __init__(self, optimizer: Optimizer, T_max: int, *, eta_min: float = 0.0,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, T_max: int, *, eta_min: float = 0.0, last_epoch: int = -1
+    ) -> None:
         if not T_max > 0:
             raise ValueError(f"T_max must be positive, but got {T_max}")
         self.T_max = T_max
@@ -255,9 +266,13 @@ class LambdaLR(LRScheduler):
 
     _unsaved = ("optimizer", "lr_lambdas")
 
-    def __init__(self, optimizer: Optimizer,
-                 lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]], *,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+        *,
+        last_epoch: int = -1,
+    ) -> None:
         _check_optimizer(optimizer)
         self.lr_lambdas = _per_group(lr_lambda, "lr_lambda", optimizer)
         super().__init__(optimizer, last_epoch=last_epoch)
@@ -308,21 +323,32 @@ class OneCycleLR(LRScheduler):
         >>> sched = OneCycleLR(opt, max_lr=0.1, epochs=10, steps_per_epoch=len(loader))
     """
 
-    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
-                 total_steps: int | None = None, *, epochs: int | None = None,
-                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
-                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
-                 base_momentum: float | Sequence[float] = 0.85,
-                 max_momentum: float | Sequence[float] = 0.95, div_factor: float = 25.0,
-                 final_div_factor: float = 1e4, three_phase: bool = False,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | Sequence[float],
+        total_steps: int | None = None,
+        *,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | Sequence[float] = 0.85,
+        max_momentum: float | Sequence[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
         _check_optimizer(optimizer)
         self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
         if not 0.0 <= pct_start <= 1.0:
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', "
-                             f"instead got {anneal_strategy}")
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
         self.pct_start = pct_start
         self.anneal_strategy = anneal_strategy
         self.three_phase = three_phase
@@ -334,8 +360,9 @@ class OneCycleLR(LRScheduler):
                 self._init_momentum(optimizer, base_momentum, max_momentum)
         super().__init__(optimizer, last_epoch=last_epoch)
 
-    def _init_groups(self, optimizer: Optimizer, max_lr: Any, div_factor: float,
-                     final_div_factor: float) -> None:
+    def _init_groups(
+        self, optimizer: Optimizer, max_lr: Any, div_factor: float, final_div_factor: float
+    ) -> None:
         for group, peak in zip(optimizer.param_groups, _per_group(max_lr, "max_lr", optimizer)):
             group["initial_lr"] = peak / div_factor
             group["max_lr"] = peak
@@ -344,7 +371,8 @@ class OneCycleLR(LRScheduler):
     def _init_momentum(self, optimizer: Optimizer, base: Any, top: Any) -> None:
         if "momentum" not in optimizer.defaults and not self.use_beta1:
             raise ValueError(
-                "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+                "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+            )
         bases = _per_group(base, "base_momentum", optimizer)
         tops = _per_group(top, "max_momentum", optimizer)
         for group, low, high in zip(optimizer.param_groups, bases, tops):
@@ -363,17 +391,23 @@ class OneCycleLR(LRScheduler):
         peak = float(self.pct_start * self.total_steps)
         last = self.total_steps - 1
         if self.three_phase:
-            return [(peak - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                    (2 * peak - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
-                    (last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
-        return [(peak - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                (last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+            return [
+                (peak - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (2 * peak - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                (last, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
+            ]
+        return [
+            (peak - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+            (last, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+        ]
 
     def _position(self) -> tuple[tuple[float, str, str, str, str], float]:
         step = self.last_epoch
         if step > self.total_steps:
-            raise ValueError(f"Tried to step {step} times. "
-                             f"The specified number of total steps is {self.total_steps}")
+            raise ValueError(
+                f"Tried to step {step} times. "
+                f"The specified number of total steps is {self.total_steps}"
+            )
         *phases, last = self._phases()
         start = 0.0
         for phase in phases:
@@ -430,9 +464,15 @@ class LinearWarmup(LRScheduler):
 
     _unsaved = ("optimizer", "after")
 
-    def __init__(self, optimizer: Optimizer, warmup_steps: int,
-                 after: LRScheduler | None = None, *, start_factor: float = 1.0 / 3,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        warmup_steps: int,
+        after: LRScheduler | None = None,
+        *,
+        start_factor: float = 1.0 / 3,
+        last_epoch: int = -1,
+    ) -> None:
         if not isinstance(warmup_steps, int) or warmup_steps < 0:
             raise ValueError(f"warmup_steps must be a non-negative integer, got {warmup_steps}")
         if not 0.0 <= start_factor <= 1.0:
@@ -466,8 +506,9 @@ class LinearWarmup(LRScheduler):
         state = dict(state_dict)
         after = state.pop("after", None)
         if (after is None) != (self.after is None):
-            raise ValueError("state dict and scheduler disagree on whether there is an "
-                             "`after` schedule")
+            raise ValueError(
+                "state dict and scheduler disagree on whether there is an `after` schedule"
+            )
         super().load_state_dict(state)
         if self.after is not None:
             self.after.load_state_dict(after)
@@ -504,10 +545,19 @@ class ReduceLROnPlateau(LRScheduler):
         ...     sched.step(validate(model))
     """
 
-    def __init__(self, optimizer: Optimizer, mode: str = "min", *, factor: float = 0.1,
-                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
-                 cooldown: int = 0, min_lr: float | Sequence[float] = 0,
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode: str = "min",
+        *,
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr: float | Sequence[float] = 0,
+        eps: float = 1e-8,
+    ) -> None:
         _check_optimizer(optimizer)
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
@@ -575,8 +625,7 @@ def _per_group(value: Any, name: str, optimizer: Optimizer) -> list[Any]:
     return [value] * count
 
 
-def _total_steps(total_steps: int | None, epochs: int | None,
-                 steps_per_epoch: int | None) -> int:
+def _total_steps(total_steps: int | None, epochs: int | None, steps_per_epoch: int | None) -> int:
     if total_steps is None:
         if epochs is None or steps_per_epoch is None:
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")

@@ -87,7 +87,8 @@ class Optimizer:
         if isinstance(params, (set, frozenset)) or _is_tensor(params):
             raise ParamsTypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
-                f"dicts, but got {type(params).__name__}")
+                f"dicts, but got {type(params).__name__}"
+            )
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -118,14 +119,16 @@ class Optimizer:
         """
         if not isinstance(param_group, dict):
             raise ParamsTypeError(
-                f"param_group must be a dict, but got {type(param_group).__name__}")
+                f"param_group must be a dict, but got {type(param_group).__name__}"
+            )
         if "params" not in param_group:
             raise ValueError("param_group must have a 'params' key")
         params = param_group["params"]
         if isinstance(params, (set, frozenset)):
             raise ParamsTypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
-                "dicts, but got set")
+                "dicts, but got set"
+            )
         params = [params] if _is_tensor(params) else list(params)
         for p in params:
             _check_param(p)
@@ -140,7 +143,8 @@ class Optimizer:
             if p in seen:
                 raise ValueError(
                     f"a parameter of shape {tuple(p.shape)} appears more than once in the "
-                    "parameter group")
+                    "parameter group"
+                )
             seen[p] = None
         for group in self.param_groups:
             if any(q in seen for q in group["params"]):
@@ -209,8 +213,9 @@ class Optimizer:
         """Returns the initial state buffers of ``p`` (the base class adds ``'step'``)."""
         return {}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
-                group: dict[str, Any]) -> None:
+    def _update(
+        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    ) -> None:
         """Updates ``p`` and its ``state`` in place from ``grad``; runs under ``no_grad``."""
         raise NotImplementedError
 
@@ -228,8 +233,11 @@ class Optimizer:
             packed = {k: v for k, v in group.items() if k != "params"}
             packed["params"] = [index.setdefault(p, len(index)) for p in group["params"]]
             groups.append(packed)
-        state = {i: {k: _snapshot(v) for k, v in self.state[p].items()}
-                 for p, i in index.items() if p in self.state}
+        state = {
+            i: {k: _snapshot(v) for k, v in self.state[p].items()}
+            for p, i in index.items()
+            if p in self.state
+        }
         return {"optimizer": type(self).__name__, "state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -249,54 +257,68 @@ class Optimizer:
         """
         saved_name = _plain(state_dict.get("optimizer", type(self).__name__))
         if saved_name != type(self).__name__:
-            raise ValueError(f"loaded state dict is for optimizer {saved_name}, "
-                             f"but this optimizer is {type(self).__name__}")
+            raise ValueError(
+                f"loaded state dict is for optimizer {saved_name}, "
+                f"but this optimizer is {type(self).__name__}"
+            )
         groups = self._load_groups(state_dict["param_groups"])
-        params = {i: p for group, saved in zip(self.param_groups, state_dict["param_groups"])
-                  for i, p in zip((int(_plain(i)) for i in saved["params"]), group["params"])}
+        params = {
+            i: p
+            for group, saved in zip(self.param_groups, state_dict["param_groups"])
+            for i, p in zip((int(_plain(i)) for i in saved["params"]), group["params"])
+        }
         group_of = {p: g for g in groups for p in g["params"]}
         state = {}
         for key, saved in state_dict["state"].items():
             i = int(_plain(key))
             if i not in params:
-                raise ValueError(f"loaded state dict has state for parameter {i}, "
-                                 "which is in none of its parameter groups")
+                raise ValueError(
+                    f"loaded state dict has state for parameter {i}, "
+                    "which is in none of its parameter groups"
+                )
             state[params[i]] = self._load_param_state(i, params[i], saved, group_of[params[i]])
         self.param_groups = groups
         self.state = state
 
     def _load_groups(self, saved_groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"loaded state dict has {len(saved_groups)} parameter groups, "
-                             f"but the optimizer has {len(self.param_groups)}")
+            raise ValueError(
+                f"loaded state dict has {len(saved_groups)} parameter groups, "
+                f"but the optimizer has {len(self.param_groups)}"
+            )
         groups = []
         for n, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
             if len(saved["params"]) != len(group["params"]):
                 raise ValueError(
                     f"parameter group {n} has {len(saved['params'])} parameters in the loaded "
-                    f"state dict, but {len(group['params'])} in the optimizer")
+                    f"state dict, but {len(group['params'])} in the optimizer"
+                )
             new = {k: _plain(v, like=group.get(k)) for k, v in saved.items() if k != "params"}
             new["params"] = group["params"]
             self._validate(new)
             groups.append(new)
         return groups
 
-    def _load_param_state(self, i: int, p: Tensor, saved: dict[str, Any],
-                          group: dict[str, Any]) -> dict[str, Any]:
+    def _load_param_state(
+        self, i: int, p: Tensor, saved: dict[str, Any], group: dict[str, Any]
+    ) -> dict[str, Any]:
         with nnkit.no_grad():
             required = {"step", *self._init_state(p, group)}
         unexpected = set(saved) - {"step", *self._state_names}
         missing = required - set(saved)
         if unexpected or missing:
-            raise ValueError(f"state of parameter {i} does not match {type(self).__name__}: "
-                             f"missing {sorted(missing)}, unexpected {sorted(unexpected)}")
+            raise ValueError(
+                f"state of parameter {i} does not match {type(self).__name__}: "
+                f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+            )
         state = {"step": int(_plain(saved["step"]))}
         for name in sorted(set(saved) - {"step"}):
             state[name] = _to_param_tensor(saved[name], p)
             if tuple(state[name].shape) != tuple(p.shape):
                 raise ValueError(
                     f"state '{name}' of parameter {i} has shape {tuple(state[name].shape)}, "
-                    f"but the parameter has shape {tuple(p.shape)}")
+                    f"but the parameter has shape {tuple(p.shape)}"
+                )
         return state
 
 
@@ -307,10 +329,13 @@ def _is_tensor(obj: Any) -> bool:
 def _check_param(p: Any) -> None:
     if not _is_tensor(p):
         raise ParamsTypeError(
-            f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}"
+        )
     if not p.requires_grad:
-        raise ValueError(f"optimizer got a parameter of shape {tuple(p.shape)} that does not "
-                         "require grad; pass only trainable parameters")
+        raise ValueError(
+            f"optimizer got a parameter of shape {tuple(p.shape)} that does not "
+            "require grad; pass only trainable parameters"
+        )
     if not p.is_leaf:
         raise ValueError("can't optimize a non-leaf Tensor")
 

@@ -49,11 +49,27 @@ class RMSprop(Optimizer):
 
     _state_names = ("square_avg", "momentum_buffer", "grad_avg")
 
-    def __init__(self, params: ParamsT, lr: float = 1e-2, *, alpha: float = 0.99,
-                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
-                 centered: bool = False, maximize: bool = False) -> None:
-        defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
-                    "momentum": momentum, "centered": centered, "maximize": maximize}
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        *,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        maximize: bool = False,
+    ) -> None:
+        defaults = {
+            "lr": lr,
+            "alpha": alpha,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "momentum": momentum,
+            "centered": centered,
+            "maximize": maximize,
+        }
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
@@ -64,8 +80,9 @@ class RMSprop(Optimizer):
             state["grad_avg"] = nnkit.zeros_like(p)
         return state
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
-                group: dict[str, Any]) -> None:
+    def _update(
+        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    ) -> None:
         alpha = group["alpha"]
         square_avg = state["square_avg"]
         square_avg.mul_(alpha)

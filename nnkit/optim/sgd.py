@@ -44,11 +44,25 @@ class SGD(Optimizer):
 
     _state_names = ("momentum_buffer",)
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, *, momentum: float = 0,
-                 dampening: float = 0, nesterov: bool = False, weight_decay: float = 0,
-                 maximize: bool = False) -> None:
-        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "nesterov": nesterov,
-                    "weight_decay": weight_decay, "maximize": maximize}
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        *,
+        momentum: float = 0,
+        dampening: float = 0,
+        nesterov: bool = False,
+        weight_decay: float = 0,
+        maximize: bool = False,
+    ) -> None:
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "nesterov": nesterov,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+        }
         super().__init__(params, defaults)
 
     def _validate(self, group: dict[str, Any]) -> None:
@@ -56,8 +70,9 @@ class SGD(Optimizer):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict[str, Any],
-                group: dict[str, Any]) -> None:
+    def _update(
+        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    ) -> None:
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")

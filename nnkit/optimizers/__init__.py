@@ -28,8 +28,19 @@ from nnkit.optimizers.base_optimizer import Optimizer
 from nnkit.optimizers.rmsprop import RMSprop
 from nnkit.optimizers.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "get", "serialize",
-           "deserialize", "ALL_OBJECTS", "ALL_OBJECTS_DICT"]
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "get",
+    "serialize",
+    "deserialize",
+    "ALL_OBJECTS",
+    "ALL_OBJECTS_DICT",
+]
 
 ALL_OBJECTS: tuple[type[Optimizer], ...] = (Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad)
 
@@ -53,8 +64,9 @@ def serialize(optimizer: Optimizer) -> dict[str, Any]:
     return serialize_object(optimizer)
 
 
-def deserialize(config: Mapping[str, Any],
-                custom_objects: Mapping[str, Any] | None = None) -> Optimizer:
+def deserialize(
+    config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None = None
+) -> Optimizer:
     """An optimizer from :func:`serialize`'s dict; built-in class names are matched
     case-insensitively (``'adam'``, ``'Adam'``), others are looked up in
     ``custom_objects`` and the classes registered with
@@ -66,8 +78,9 @@ def deserialize(config: Mapping[str, Any],
     from nnkit.saving.serialization import deserialize as deserialize_object
 
     if not isinstance(config, Mapping) or not isinstance(config.get("class_name"), str):
-        raise ValueError("deserialize: expected a dict with 'class_name' and 'config'; got "
-                         f"{config!r}")
+        raise ValueError(
+            f"deserialize: expected a dict with 'class_name' and 'config'; got {config!r}"
+        )
     config = dict(config)
     builtin = ALL_OBJECTS_DICT.get(config["class_name"].lower())
     if builtin is not None and not (custom_objects and config["class_name"] in custom_objects):
@@ -96,8 +109,10 @@ def get(identifier: Any) -> Optimizer | None:
     elif isinstance(identifier, str):
         if identifier.lower() not in ALL_OBJECTS_DICT or identifier.lower() == "optimizer":
             names = sorted(ALL_OBJECTS_DICT.keys() - {"optimizer"})
-            raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}; valid "
-                             f"names are: {', '.join(names)}")
+            raise ValueError(
+                f"Could not interpret optimizer identifier: {identifier!r}; valid "
+                f"names are: {', '.join(names)}"
+            )
         obj = deserialize({"class_name": identifier, "config": {}})
     else:
         obj = identifier

@@ -33,28 +33,44 @@ class Adagrad(Optimizer):
         >>> opt = nnkit.optimizers.Adagrad(learning_rate=0.1)
     """
 
-    def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
-                 epsilon: float = 1e-7, weight_decay: float | None = None,
-                 clipnorm: float | None = None, clipvalue: float | None = None,
-                 global_clipnorm: float | None = None, use_ema: bool = False,
-                 ema_momentum: float = 0.99, ema_overwrite_frequency: int | None = None,
-                 loss_scale_factor: float | None = None,
-                 gradient_accumulation_steps: int | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay,
-                         clipnorm=clipnorm, clipvalue=clipvalue,
-                         global_clipnorm=global_clipnorm, use_ema=use_ema,
-                         ema_momentum=ema_momentum,
-                         ema_overwrite_frequency=ema_overwrite_frequency,
-                         loss_scale_factor=loss_scale_factor,
-                         gradient_accumulation_steps=gradient_accumulation_steps, name=name,
-                         **kwargs)
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        initial_accumulator_value: float = 0.1,
+        epsilon: float = 1e-7,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        use_ema: bool = False,
+        ema_momentum: float = 0.99,
+        ema_overwrite_frequency: int | None = None,
+        loss_scale_factor: float | None = None,
+        gradient_accumulation_steps: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            clipnorm=clipnorm,
+            clipvalue=clipvalue,
+            global_clipnorm=global_clipnorm,
+            use_ema=use_ema,
+            ema_momentum=ema_momentum,
+            ema_overwrite_frequency=ema_overwrite_frequency,
+            loss_scale_factor=loss_scale_factor,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            name=name,
+            **kwargs,
+        )
         self.initial_accumulator_value = initial_accumulator_value
         self.epsilon = epsilon
 
     def build_slots(self, variables: list[Tensor]) -> None:
         self._accumulators = self.add_optimizer_variables(
-            variables, "accumulator", initializer=self.initial_accumulator_value)
+            variables, "accumulator", initializer=self.initial_accumulator_value
+        )
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
         accumulator = self._accumulators[self._get_variable_index(variable)]
@@ -63,6 +79,7 @@ class Adagrad(Optimizer):
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config.update({"initial_accumulator_value": self.initial_accumulator_value,
-                       "epsilon": self.epsilon})
+        config.update(
+            {"initial_accumulator_value": self.initial_accumulator_value, "epsilon": self.epsilon}
+        )
         return config

@@ -43,21 +43,39 @@ class Adam(Optimizer):
         >>> opt.build(list(model.parameters()))
     """
 
-    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-7, amsgrad: bool = False, weight_decay: float | None = None,
-                 clipnorm: float | None = None, clipvalue: float | None = None,
-                 global_clipnorm: float | None = None, use_ema: bool = False,
-                 ema_momentum: float = 0.99, ema_overwrite_frequency: int | None = None,
-                 loss_scale_factor: float | None = None,
-                 gradient_accumulation_steps: int | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(learning_rate=learning_rate, name=name, weight_decay=weight_decay,
-                         clipnorm=clipnorm, clipvalue=clipvalue,
-                         global_clipnorm=global_clipnorm, use_ema=use_ema,
-                         ema_momentum=ema_momentum,
-                         ema_overwrite_frequency=ema_overwrite_frequency,
-                         loss_scale_factor=loss_scale_factor,
-                         gradient_accumulation_steps=gradient_accumulation_steps, **kwargs)
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        amsgrad: bool = False,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        use_ema: bool = False,
+        ema_momentum: float = 0.99,
+        ema_overwrite_frequency: int | None = None,
+        loss_scale_factor: float | None = None,
+        gradient_accumulation_steps: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            name=name,
+            weight_decay=weight_decay,
+            clipnorm=clipnorm,
+            clipvalue=clipvalue,
+            global_clipnorm=global_clipnorm,
+            use_ema=use_ema,
+            ema_momentum=ema_momentum,
+            ema_overwrite_frequency=ema_overwrite_frequency,
+            loss_scale_factor=loss_scale_factor,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            **kwargs,
+        )
         self.beta_1 = beta_1
         self.beta_2 = beta_2
         self.epsilon = epsilon
@@ -65,14 +83,15 @@ class Adam(Optimizer):
 
     def build_slots(self, variables: list[Tensor]) -> None:
         self._momentums, self._velocities = self.add_optimizer_variables(
-            variables, ["momentum", "velocity"])
+            variables, ["momentum", "velocity"]
+        )
         if self.amsgrad:
             self._velocity_hats = self.add_optimizer_variables(variables, "velocity_hat")
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
         local_step = self.iterations + 1
-        beta_1_power = self.beta_1 ** local_step
-        beta_2_power = self.beta_2 ** local_step
+        beta_1_power = self.beta_1**local_step
+        beta_2_power = self.beta_2**local_step
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
         alpha = learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
@@ -86,6 +105,12 @@ class Adam(Optimizer):
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config.update({"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
-                       "amsgrad": self.amsgrad})
+        config.update(
+            {
+                "beta_1": self.beta_1,
+                "beta_2": self.beta_2,
+                "epsilon": self.epsilon,
+                "amsgrad": self.amsgrad,
+            }
+        )
         return config

@@ -31,23 +31,42 @@ class AdamW(Adam):
         >>> opt = nnkit.optimizers.AdamW(learning_rate=3e-4, weight_decay=0.05)
     """
 
-    def __init__(self, learning_rate: Any = 0.001, weight_decay: float | None = 0.004,
-                 beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-7,
-                 amsgrad: bool = False, clipnorm: float | None = None,
-                 clipvalue: float | None = None, global_clipnorm: float | None = None,
-                 use_ema: bool = False, ema_momentum: float = 0.99,
-                 ema_overwrite_frequency: int | None = None,
-                 loss_scale_factor: float | None = None,
-                 gradient_accumulation_steps: int | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
-                         epsilon=epsilon, amsgrad=amsgrad, name=name, weight_decay=weight_decay,
-                         clipnorm=clipnorm, clipvalue=clipvalue,
-                         global_clipnorm=global_clipnorm, use_ema=use_ema,
-                         ema_momentum=ema_momentum,
-                         ema_overwrite_frequency=ema_overwrite_frequency,
-                         loss_scale_factor=loss_scale_factor,
-                         gradient_accumulation_steps=gradient_accumulation_steps, **kwargs)
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        weight_decay: float | None = 0.004,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        amsgrad: bool = False,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        use_ema: bool = False,
+        ema_momentum: float = 0.99,
+        ema_overwrite_frequency: int | None = None,
+        loss_scale_factor: float | None = None,
+        gradient_accumulation_steps: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            amsgrad=amsgrad,
+            name=name,
+            weight_decay=weight_decay,
+            clipnorm=clipnorm,
+            clipvalue=clipvalue,
+            global_clipnorm=global_clipnorm,
+            use_ema=use_ema,
+            ema_momentum=ema_momentum,
+            ema_overwrite_frequency=ema_overwrite_frequency,
+            loss_scale_factor=loss_scale_factor,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            **kwargs,
+        )
         if self.weight_decay is None:
-            raise ValueError("Argument `weight_decay` must be a float. Received: "
-                             "weight_decay=None")
+            raise ValueError("Argument `weight_decay` must be a float. Received: weight_decay=None")

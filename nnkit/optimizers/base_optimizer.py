@@ -80,16 +80,25 @@ class Optimizer(TorchProtocol):
             learning rate, ``gradient_accumulation_steps`` or EMA argument.
     """
 
-    def __init__(self, learning_rate: Any, weight_decay: float | None = None,
-                 clipnorm: float | None = None, clipvalue: float | None = None,
-                 global_clipnorm: float | None = None, use_ema: bool = False,
-                 ema_momentum: float = 0.99, ema_overwrite_frequency: int | None = None,
-                 loss_scale_factor: float | None = None,
-                 gradient_accumulation_steps: int | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        learning_rate: Any,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        use_ema: bool = False,
+        ema_momentum: float = 0.99,
+        ema_overwrite_frequency: int | None = None,
+        loss_scale_factor: float | None = None,
+        gradient_accumulation_steps: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         if kwargs.pop("decay", None) is not None:
-            warnings.warn("Argument `decay` is no longer supported and will be ignored.",
-                          stacklevel=2)
+            warnings.warn(
+                "Argument `decay` is no longer supported and will be ignored.", stacklevel=2
+            )
         if kwargs:
             raise ValueError(f"Argument(s) not recognized: {kwargs}")
         self.name = auto_name(type(self).__name__) if name is None else name
@@ -101,25 +110,35 @@ class Optimizer(TorchProtocol):
         self.loss_scale_factor = loss_scale_factor
         self.gradient_accumulation_steps = gradient_accumulation_steps
         if gradient_accumulation_steps and not (
-                isinstance(gradient_accumulation_steps, numbers.Integral)
-                and gradient_accumulation_steps >= 2):
-            raise ValueError("`gradient_accumulation_steps` must be an integer >= 2. "
-                             f"Received: gradient_accumulation_steps="
-                             f"{gradient_accumulation_steps}")
+            isinstance(gradient_accumulation_steps, numbers.Integral)
+            and gradient_accumulation_steps >= 2
+        ):
+            raise ValueError(
+                "`gradient_accumulation_steps` must be an integer >= 2. "
+                f"Received: gradient_accumulation_steps="
+                f"{gradient_accumulation_steps}"
+            )
         if use_ema:
             if ema_momentum > 1 or ema_momentum < 0:
-                raise ValueError("`ema_momentum` must be in the range [0, 1]. "
-                                 f"Received: ema_momentum={ema_momentum}")
-            if ema_overwrite_frequency and (not isinstance(ema_overwrite_frequency, int)
-                                            or ema_overwrite_frequency < 1):
-                raise ValueError("`ema_overwrite_frequency` must be an integer >= 1 or None. "
-                                 f"Received: ema_overwrite_frequency={ema_overwrite_frequency}")
+                raise ValueError(
+                    "`ema_momentum` must be in the range [0, 1]. "
+                    f"Received: ema_momentum={ema_momentum}"
+                )
+            if ema_overwrite_frequency and (
+                not isinstance(ema_overwrite_frequency, int) or ema_overwrite_frequency < 1
+            ):
+                raise ValueError(
+                    "`ema_overwrite_frequency` must be an integer >= 1 or None. "
+                    f"Received: ema_overwrite_frequency={ema_overwrite_frequency}"
+                )
         self.ema_momentum = ema_momentum
         self.ema_overwrite_frequency = ema_overwrite_frequency
         if sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm)) > 1:
-            raise ValueError("Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
-                             f"set. Received: clipnorm={clipnorm}, clipvalue={clipvalue}, "
-                             f"global_clipnorm={global_clipnorm}")
+            raise ValueError(
+                "Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
+                f"set. Received: clipnorm={clipnorm}, clipvalue={clipvalue}, "
+                f"global_clipnorm={global_clipnorm}"
+            )
         self.built = False
         self._iterations = 0
         self._trainable_variables: list[Tensor] = []
@@ -131,7 +150,8 @@ class Optimizer(TorchProtocol):
             raise ValueError(
                 "Argument `learning_rate` should be float, or a callable (that takes in the "
                 "current iteration value and returns the corresponding learning rate value). "
-                f"Received instead: learning_rate={learning_rate}")
+                f"Received instead: learning_rate={learning_rate}"
+            )
         self._init_protocol(learning_rate)
 
     # ------------------------------------------------------------- properties
@@ -172,8 +192,9 @@ class Optimizer(TorchProtocol):
 
     def _slot_tensors(self) -> list[Tensor]:
         n = len(self._trainable_variables)
-        return [self._slots[name][i] for group in self._slot_groups for i in range(n)
-                for name in group]
+        return [
+            self._slots[name][i] for group in self._slot_groups for i in range(n) for name in group
+        ]
 
     # ------------------------------------------------------------------ build
     def build(self, variables: Iterable[Tensor]) -> None:
@@ -195,34 +216,42 @@ class Optimizer(TorchProtocol):
         variables = list(variables)
         if self.built:
             if len(variables) == len(self._trainable_variables) and all(
-                    a is b for a, b in zip(variables, self._trainable_variables)):
+                a is b for a, b in zip(variables, self._trainable_variables)
+            ):
                 return
             raise ValueError(
                 f"{type(self).__name__} '{self.name}' is already built on "
                 f"{len(self._trainable_variables)} variables and cannot be built again on a "
                 f"different list of {len(variables)}. When working with a new set of "
-                "variables, create a new optimizer.")
+                "variables, create a new optimizer."
+            )
         for v in variables:
             if not isinstance(v, Tensor):
                 raise TypeError(f"an optimizer can only update Tensors, got {type(v).__name__}")
             if not v.is_leaf or not v.is_floating_point():
-                raise ValueError(f"an optimizer can only update floating-point leaf Tensors; "
-                                 f"got one of shape {tuple(v.shape)} and dtype {v.dtype}")
+                raise ValueError(
+                    f"an optimizer can only update floating-point leaf Tensors; "
+                    f"got one of shape {tuple(v.shape)} and dtype {v.dtype}"
+                )
         indices: dict[Tensor, int] = {}
         for i, v in enumerate(variables):
             if v in indices:
-                raise ValueError(f"a variable of shape {tuple(v.shape)} appears more than once "
-                                 "in the list given to build()")
+                raise ValueError(
+                    f"a variable of shape {tuple(v.shape)} appears more than once "
+                    "in the list given to build()"
+                )
             indices[v] = i
         self._trainable_variables_indices = indices
         self._trainable_variables = variables[:]
         with nnkit.no_grad():
             if self.use_ema:
                 self._model_variables_moving_average = self.add_optimizer_variables(
-                    variables, "average")
+                    variables, "average"
+                )
             if self.gradient_accumulation_steps:
                 self._accumulated_gradients = self.add_optimizer_variables(
-                    variables, "gradient_accumulator")
+                    variables, "gradient_accumulator"
+                )
             self.build_slots(variables)
         self.built = True
         self._bind_params(variables)
@@ -231,8 +260,12 @@ class Optimizer(TorchProtocol):
         """Create the algorithm's per-variable state (a subclass's part of Keras's
         ``build``), with :meth:`add_optimizer_variables`."""
 
-    def add_optimizer_variables(self, variables: Sequence[Tensor], name: str | Sequence[str],
-                                initializer: float | Sequence[float] = 0.0) -> Any:
+    def add_optimizer_variables(
+        self,
+        variables: Sequence[Tensor],
+        name: str | Sequence[str],
+        initializer: float | Sequence[float] = 0.0,
+    ) -> Any:
         """One state Tensor per variable and name, each like its variable and filled with
         the initializer (Keras's ``add_optimizer_variables``; created interleaved per
         variable, as Keras does).
@@ -246,11 +279,16 @@ class Optimizer(TorchProtocol):
             A list of Tensors (one name), or a tuple of such lists (several names).
         """
         names = [name] if isinstance(name, str) else list(name)
-        inits = list(initializer) if isinstance(initializer, (list, tuple)) else \
-            [initializer] * len(names)
+        inits = (
+            list(initializer)
+            if isinstance(initializer, (list, tuple))
+            else [initializer] * len(names)
+        )
         if len(names) != len(inits):
-            raise ValueError("The number of provided names must match the number of provided "
-                             f"initializers. Received name='{name}', initializer='{initializer}'")
+            raise ValueError(
+                "The number of provided names must match the number of provided "
+                f"initializers. Received name='{name}', initializer='{initializer}'"
+            )
         lists: tuple[list[Tensor], ...] = tuple([] for _ in names)
         with nnkit.no_grad():
             for v in variables:
@@ -276,7 +314,8 @@ class Optimizer(TorchProtocol):
                     f"Unknown variable of shape {tuple(v.shape)}. This optimizer can only be "
                     "called for the variables it was originally built with. When working "
                     "with a new set of variables, you should recreate a new optimizer "
-                    "instance.")
+                    "instance."
+                )
 
     # ------------------------------------------------------------------ apply
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
@@ -295,8 +334,9 @@ class Optimizer(TorchProtocol):
             self.apply(list(grads), list(variables))
         return self._iterations
 
-    def apply(self, grads: Sequence[Any], trainable_variables: Sequence[Tensor] | None = None
-              ) -> None:
+    def apply(
+        self, grads: Sequence[Any], trainable_variables: Sequence[Tensor] | None = None
+    ) -> None:
         """Update the variables from ``grads`` (Keras's ``apply``).
 
         Args:
@@ -314,15 +354,18 @@ class Optimizer(TorchProtocol):
             return
         if trainable_variables is None:
             if not self.built:
-                raise ValueError("When passing `grads` without `variables`, the optimizer must "
-                                 "already be built on a list of variables. Call "
-                                 "`optimizer.build(trainable_variables)` first.")
+                raise ValueError(
+                    "When passing `grads` without `variables`, the optimizer must "
+                    "already be built on a list of variables. Call "
+                    "`optimizer.build(trainable_variables)` first."
+                )
             if len(grads) != len(self._trainable_variables):
                 raise ValueError(
                     "When passing `grads` as a list of gradient tensors, the gradients must "
                     f"match `optimizer.variables` one-to-one. Received a list of {len(grads)} "
                     f"gradients, but the optimizer is tracking "
-                    f"{len(self._trainable_variables)} trainable variables.")
+                    f"{len(self._trainable_variables)} trainable variables."
+                )
             variables = self._trainable_variables
         else:
             variables = list(trainable_variables)
@@ -340,10 +383,13 @@ class Optimizer(TorchProtocol):
             raise ValueError("No gradients provided for any variable.")
         if len(kept) < len(grads):
             missing = [self._get_variable_index(v) for g, v in zip(grads, variables) if g is None]
-            warnings.warn(f"Gradients do not exist for variables {missing} (by position in "
-                          "the list the optimizer was built with) when minimizing the loss. "
-                          "If using `model.compile()`, did you forget to provide a `loss` "
-                          "argument?", stacklevel=3)
+            warnings.warn(
+                f"Gradients do not exist for variables {missing} (by position in "
+                "the list the optimizer was built with) when minimizing the loss. "
+                "If using `model.compile()`, did you forget to provide a `loss` "
+                "argument?",
+                stacklevel=3,
+            )
         return [g for g, _ in kept], [v for _, v in kept]
 
     def _apply_filtered(self, grads: list, variables: list[Tensor]) -> None:
@@ -367,15 +413,18 @@ class Optimizer(TorchProtocol):
         else:
             grad = nnkit.tensor(grad, dtype=variable.dtype, device=variable.device)
         if tuple(grad.shape) != tuple(variable.shape):
-            raise ValueError(f"a gradient of shape {tuple(grad.shape)} was given for a variable "
-                             f"of shape {tuple(variable.shape)}")
+            raise ValueError(
+                f"a gradient of shape {tuple(grad.shape)} was given for a variable "
+                f"of shape {tuple(variable.shape)}"
+            )
         return grad
 
     def _backend_apply_gradients(self, grads: list[Tensor], variables: list[Tensor]) -> None:
         steps = self.gradient_accumulation_steps
         if steps:
-            acc_grads = [self._accumulated_gradients[self._get_variable_index(v)]
-                         for v in variables]
+            acc_grads = [
+                self._accumulated_gradients[self._get_variable_index(v)] for v in variables
+            ]
             if (self._iterations + 1) % steps == 0:
                 grads = [(g + acc_g) / steps for g, acc_g in zip(grads, acc_grads)]
                 self._update(grads, variables)
@@ -388,8 +437,10 @@ class Optimizer(TorchProtocol):
             self._update(grads, variables)
         if self.use_ema:
             self._update_model_variables_moving_average(self._trainable_variables)
-            if self.ema_overwrite_frequency and \
-                    (self.iterations + 1) % self.ema_overwrite_frequency == 0:
+            if (
+                self.ema_overwrite_frequency
+                and (self.iterations + 1) % self.ema_overwrite_frequency == 0
+            ):
                 self._overwrite_model_variables_with_average_value(self._trainable_variables)
 
     def _update(self, grads: list[Tensor], variables: list[Tensor]) -> None:
@@ -417,8 +468,9 @@ class Optimizer(TorchProtocol):
         return (values * self.clipnorm) / l2norm.clamp(min=self.clipnorm)
 
     # ----------------------------------------------------------- weight decay
-    def exclude_from_weight_decay(self, var_list: Iterable[Tensor] | None = None,
-                                  var_names: Iterable[str] | None = None) -> None:
+    def exclude_from_weight_decay(
+        self, var_list: Iterable[Tensor] | None = None, var_names: Iterable[str] | None = None
+    ) -> None:
         """Exempt variables from weight decay (Keras's ``exclude_from_weight_decay``).
 
         Args:
@@ -432,7 +484,8 @@ class Optimizer(TorchProtocol):
             raise NotImplementedError(
                 "exclude_from_weight_decay(var_names=...) is not supported: nnkit Tensors "
                 "have no names. Pass the Tensors instead, e.g. var_list=[p for n, p in "
-                "model.named_parameters() if 'bias' in n]")
+                "model.named_parameters() if 'bias' in n]"
+            )
         self._exclude_from_weight_decay = set(var_list or ())
 
     def _use_weight_decay(self, variable: Tensor) -> bool:
@@ -457,7 +510,8 @@ class Optimizer(TorchProtocol):
                 f"The length of model variables ({len(variables)}) to override does not match "
                 "the length of model variables stored in the optimizer "
                 f"({len(self._model_variables_moving_average)}). Please check if the "
-                "optimizer was called on your model.")
+                "optimizer was called on your model."
+            )
         with nnkit.no_grad():
             for var, average in zip(variables, self._model_variables_moving_average):
                 var.copy_(average)
@@ -480,17 +534,21 @@ class Optimizer(TorchProtocol):
             ValueError: if the optimizer is not built or a shape does not match.
         """
         if not self.built:
-            raise ValueError("You are calling `set_weights()` on an optimizer that has not yet "
-                             "been built. Please call `optimizer.build(trainable_variables)` "
-                             "to create the optimizer weights before calling `set_weights()`.")
+            raise ValueError(
+                "You are calling `set_weights()` on an optimizer that has not yet "
+                "been built. Please call `optimizer.build(trainable_variables)` "
+                "to create the optimizer weights before calling `set_weights()`."
+            )
         weights = list(weights)
         head = 1 if self._schedule is not None else 2
         slots = self._slot_tensors()
         for i, (slot, weight) in enumerate(zip(slots, weights[head:])):
             if tuple(getattr(weight, "shape", ())) != tuple(slot.shape):
-                raise ValueError(f"Optimizer variable {head + i} has shape {tuple(slot.shape)} "
-                                 f"not compatible with provided weight shape "
-                                 f"{tuple(getattr(weight, 'shape', ()))}.")
+                raise ValueError(
+                    f"Optimizer variable {head + i} has shape {tuple(slot.shape)} "
+                    f"not compatible with provided weight shape "
+                    f"{tuple(getattr(weight, 'shape', ()))}."
+                )
         if weights:
             self._iterations = int(_item(weights[0]))
         if head == 2 and len(weights) > 1:
@@ -508,7 +566,8 @@ class Optimizer(TorchProtocol):
         (``nnkit.saving.serialize`` describes it when it has ``get_config``)."""
         return {
             "name": self.name,
-            "learning_rate": self._schedule if self._schedule is not None
+            "learning_rate": self._schedule
+            if self._schedule is not None
             else self.param_groups[0]["lr"],
             "weight_decay": self.weight_decay,
             "clipnorm": self.clipnorm,
@@ -534,8 +593,10 @@ class Optimizer(TorchProtocol):
 
     def __repr__(self) -> str:
         lr = self._schedule if self._schedule is not None else self.param_groups[0]["lr"]
-        return (f"{type(self).__name__}(name={self.name!r}, learning_rate={lr!r}, "
-                f"iterations={self.iterations}, built={self.built})")
+        return (
+            f"{type(self).__name__}(name={self.name!r}, learning_rate={lr!r}, "
+            f"iterations={self.iterations}, built={self.built})"
+        )
 
 
 def _item(value: Any) -> Any:

@@ -43,8 +43,11 @@ def schedule_takes_step(schedule: Callable) -> bool:
         signature = inspect.signature(schedule)
     except (TypeError, ValueError):
         return True
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                  inspect.Parameter.VAR_POSITIONAL)
+    positional = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.VAR_POSITIONAL,
+    )
     return any(p.kind in positional for p in signature.parameters.values())
 
 
@@ -86,17 +89,22 @@ class TorchProtocol(optim.Optimizer):
                 "This optimizer was created with a learning-rate schedule as its "
                 "`learning_rate` constructor argument, hence its learning rate is not "
                 "settable. If you need the learning rate to be settable, you should "
-                "instantiate the optimizer with a float `learning_rate` argument.")
-        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) and \
-                not hasattr(learning_rate, "__float__"):
+                "instantiate the optimizer with a float `learning_rate` argument."
+            )
+        if (
+            isinstance(learning_rate, bool)
+            or not isinstance(learning_rate, (int, float))
+            and not hasattr(learning_rate, "__float__")
+        ):
             raise TypeError(f"learning_rate must be a float or a callable; got {learning_rate!r}")
         self.param_groups[0]["lr"] = float(learning_rate)
 
     def _sync_lr(self) -> None:
         """Show a schedule's value at the current call count in ``param_groups[0]``."""
         if self._schedule is not None:
-            self._lr_shown = call_schedule(self._schedule, self._schedule_takes_step,
-                                           self._iterations)
+            self._lr_shown = call_schedule(
+                self._schedule, self._schedule_takes_step, self._iterations
+            )
             self.param_groups[0]["lr"] = self._lr_shown
 
     def _current_learning_rate(self) -> float:
@@ -108,7 +116,8 @@ class TorchProtocol(optim.Optimizer):
                 f"param_groups[0]['lr'] was set to {group['lr']!r}, but the learning rate of "
                 f"{type(self).__name__} '{self.name}' is a schedule, which is not settable "
                 "(a scheduler or callback cannot change it); give the optimizer a float "
-                "learning_rate to let them.")
+                "learning_rate to let them."
+            )
         return call_schedule(self._schedule, self._schedule_takes_step, self._iterations)
 
     def _after_apply(self) -> None:
@@ -116,8 +125,10 @@ class TorchProtocol(optim.Optimizer):
 
     def _bind_params(self, variables: list) -> None:
         self.param_groups[0]["params"] = list(variables)
-        self.state = {v: {name: slots[i] for name, slots in self._slots.items()}
-                      for i, v in enumerate(variables)}
+        self.state = {
+            v: {name: slots[i] for name, slots in self._slots.items()}
+            for i, v in enumerate(variables)
+        }
 
     # ---------------------------------------------------------- torch protocol
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -128,7 +139,8 @@ class TorchProtocol(optim.Optimizer):
         """
         raise NotImplementedError(
             f"{type(self).__name__} (nnkit.optimizers) has a single parameter group, bound by "
-            "build(variables); use nnkit.optim for several parameter groups")
+            "build(variables); use nnkit.optim for several parameter groups"
+        )
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Apply the ``.grad`` of every bound parameter that has one (one :meth:`apply`).
@@ -151,7 +163,8 @@ class TorchProtocol(optim.Optimizer):
             raise ValueError(
                 f"{type(self).__name__} '{self.name}' is not built: call "
                 "optimizer.build(list(model.parameters())) before step(), or use "
-                "apply_gradients(zip(grads, variables)), which builds it")
+                "apply_gradients(zip(grads, variables)), which builds it"
+            )
         pairs = [(p.grad, p) for p in self._trainable_variables if p.grad is not None]
         if pairs:
             self._apply_filtered([g for g, _ in pairs], [p for _, p in pairs])
@@ -167,10 +180,11 @@ class TorchProtocol(optim.Optimizer):
             "built": self.built,
             "iterations": self._iterations,
             "learning_rate": None if self._schedule is not None else float(group["lr"]),
-            "param_group": {k: _snapshot(v) for k, v in group.items()
-                            if k not in ("params", "lr")},
-            "variables": {name: [slot.detach().clone() for slot in slots]
-                          for name, slots in self._slots.items()},
+            "param_group": {k: _snapshot(v) for k, v in group.items() if k not in ("params", "lr")},
+            "variables": {
+                name: [slot.detach().clone() for slot in slots]
+                for name, slots in self._slots.items()
+            },
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -185,34 +199,44 @@ class TorchProtocol(optim.Optimizer):
         cls = type(self).__name__
         saved_name = _plain(state_dict.get("optimizer", cls))
         if saved_name != cls:
-            raise ValueError(f"loaded state dict is for optimizer {saved_name}, but this "
-                             f"optimizer is {cls}")
+            raise ValueError(
+                f"loaded state dict is for optimizer {saved_name}, but this optimizer is {cls}"
+            )
         if "iterations" not in state_dict:
-            raise ValueError(f"loaded state dict has no 'iterations': it is not the state of a "
-                             f"nnkit.optimizers.{cls}")
+            raise ValueError(
+                f"loaded state dict has no 'iterations': it is not the state of a "
+                f"nnkit.optimizers.{cls}"
+            )
         built = bool(_plain(state_dict.get("built", True)))
         if built != self.built:
             raise ValueError(
                 f"loaded state dict is of a{'' if built else 'n un'} built {cls}, but this one "
                 f"is {'' if self.built else 'not '}built"
-                + ("; call optimizer.build(list(model.parameters())) first" if built else ""))
+                + ("; call optimizer.build(list(model.parameters())) first" if built else "")
+            )
         saved = dict(state_dict.get("variables") or {})
         missing, unexpected = set(self._slots) - set(saved), set(saved) - set(self._slots)
         if missing or unexpected:
-            raise ValueError(f"state of {cls} does not match: missing {sorted(missing)}, "
-                             f"unexpected {sorted(unexpected)}")
+            raise ValueError(
+                f"state of {cls} does not match: missing {sorted(missing)}, "
+                f"unexpected {sorted(unexpected)}"
+            )
         restored = {}
         for name, slots in self._slots.items():
             values = list(saved[name])
             if len(values) != len(slots):
-                raise ValueError(f"state '{name}' has {len(values)} entries in the loaded "
-                                 f"state dict, but the optimizer has {len(slots)} variables")
+                raise ValueError(
+                    f"state '{name}' has {len(values)} entries in the loaded "
+                    f"state dict, but the optimizer has {len(slots)} variables"
+                )
             restored[name] = [_to_param_tensor(value, slot) for value, slot in zip(values, slots)]
             for i, (new, slot) in enumerate(zip(restored[name], slots)):
                 if tuple(new.shape) != tuple(slot.shape):
-                    raise ValueError(f"state '{name}' of variable {i} has shape "
-                                     f"{tuple(new.shape)}, but the variable has shape "
-                                     f"{tuple(slot.shape)}")
+                    raise ValueError(
+                        f"state '{name}' of variable {i} has shape "
+                        f"{tuple(new.shape)}, but the variable has shape "
+                        f"{tuple(slot.shape)}"
+                    )
         with nnkit.no_grad():
             for name, slots in self._slots.items():
                 for new, slot in zip(restored[name], slots):

@@ -41,23 +41,39 @@ class RMSprop(Optimizer):
         >>> opt = nnkit.optimizers.RMSprop(learning_rate=1e-3, centered=True)
     """
 
-    def __init__(self, learning_rate: Any = 0.001, rho: float = 0.9, momentum: float = 0.0,
-                 epsilon: float = 1e-7, centered: bool = False,
-                 weight_decay: float | None = None, clipnorm: float | None = None,
-                 clipvalue: float | None = None, global_clipnorm: float | None = None,
-                 use_ema: bool = False, ema_momentum: float = 0.99,
-                 ema_overwrite_frequency: int | None = None,
-                 loss_scale_factor: float | None = None,
-                 gradient_accumulation_steps: int | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay,
-                         clipnorm=clipnorm, clipvalue=clipvalue,
-                         global_clipnorm=global_clipnorm, use_ema=use_ema,
-                         ema_momentum=ema_momentum,
-                         ema_overwrite_frequency=ema_overwrite_frequency,
-                         loss_scale_factor=loss_scale_factor,
-                         gradient_accumulation_steps=gradient_accumulation_steps, name=name,
-                         **kwargs)
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        rho: float = 0.9,
+        momentum: float = 0.0,
+        epsilon: float = 1e-7,
+        centered: bool = False,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        use_ema: bool = False,
+        ema_momentum: float = 0.99,
+        ema_overwrite_frequency: int | None = None,
+        loss_scale_factor: float | None = None,
+        gradient_accumulation_steps: int | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            clipnorm=clipnorm,
+            clipvalue=clipvalue,
+            global_clipnorm=global_clipnorm,
+            use_ema=use_ema,
+            ema_momentum=ema_momentum,
+            ema_overwrite_frequency=ema_overwrite_frequency,
+            loss_scale_factor=loss_scale_factor,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            name=name,
+            **kwargs,
+        )
         self.rho = rho
         self.momentum = momentum
         self.epsilon = epsilon
@@ -70,8 +86,7 @@ class RMSprop(Optimizer):
             self._momentums = self.add_optimizer_variables(variables, "momentum")
         self._average_gradients: list[Tensor] = []
         if self.centered:
-            self._average_gradients = self.add_optimizer_variables(variables,
-                                                                   "average_gradient")
+            self._average_gradients = self.add_optimizer_variables(variables, "average_gradient")
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
         index = self._get_variable_index(variable)
@@ -94,6 +109,12 @@ class RMSprop(Optimizer):
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config.update({"rho": self.rho, "momentum": self.momentum, "epsilon": self.epsilon,
-                       "centered": self.centered})
+        config.update(
+            {
+                "rho": self.rho,
+                "momentum": self.momentum,
+                "epsilon": self.epsilon,
+                "centered": self.centered,
+            }
+        )
         return config

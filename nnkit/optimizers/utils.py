@@ -11,6 +11,7 @@ from nnkit.autograd.tensor import Tensor
 
 __all__ = ["is_real", "global_norm", "clip_by_global_norm"]
 
+
 def is_real(value: Any) -> bool:
     """Whether ``value`` is a real number (a bool is not)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -30,4 +31,3 @@ def clip_by_global_norm(value_list: Sequence[Tensor], clip_norm: float) -> list[
     scale_for_finite = use_norm.reciprocal().clamp(max=1.0 / clip_norm) * clip_norm
     scale = scale_for_finite + (use_norm - use_norm)
     return [v * scale.to(v.device).to(v.dtype) if v is not None else v for v in value_list]
-

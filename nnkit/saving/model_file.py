@@ -40,21 +40,31 @@ def model_config(model: Any, compiled: Any) -> str:
     Raises:
         SerializationError: naming the layer or argument that cannot be described.
     """
-    return json.dumps({"format": FORMAT, "version": VERSION, "architecture": serialize(model),
-                       "compile": None if compiled is None else _compile_config(compiled)})
+    return json.dumps(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "architecture": serialize(model),
+            "compile": None if compiled is None else _compile_config(compiled),
+        }
+    )
 
 
 def _compile_config(compiled: Any) -> dict[str, Any]:
     optimizer = compiled.optimizer
     if optimizer is None:  # compiled by name, never built: the name and lr are enough
         spec = compiled.optimizer_spec
-        opt = {"name": spec if isinstance(spec, str) else get_registered_name(spec),
-               "lr": compiled.lr}
+        opt = {
+            "name": spec if isinstance(spec, str) else get_registered_name(spec),
+            "lr": compiled.lr,
+        }
     elif callable(getattr(optimizer, "get_config", None)):  # nnkit.optimizers (Keras)
         opt = {"keras": serialize(optimizer)}
     else:
-        opt = {"class_name": get_registered_name(type(optimizer)),
-               "lr": optimizer.param_groups[0]["lr"]}
+        opt = {
+            "class_name": get_registered_name(type(optimizer)),
+            "lr": optimizer.param_groups[0]["lr"],
+        }
     losses = compiled.loss if isinstance(compiled.loss, list) else [compiled.loss]
     metrics: dict[str, list] = {"metrics": [], "weighted_metrics": []}
     for name, fn in compiled.metrics:
@@ -62,9 +72,13 @@ def _compile_config(compiled: Any) -> dict[str, Any]:
         identifier = getattr(fn, "identifier", fn)  # a stateful metric: what compile got
         entry = identifier if isinstance(identifier, str) else _callable(identifier, name)
         metrics["weighted_metrics" if weighted else "metrics"].append(entry)
-    return {"optimizer": opt, "loss": [_callable(item) for item in losses],
-            "several_losses": isinstance(compiled.loss, list),
-            "loss_weights": compiled.loss_weights, **metrics}
+    return {
+        "optimizer": opt,
+        "loss": [_callable(item) for item in losses],
+        "several_losses": isinstance(compiled.loss, list),
+        "loss_weights": compiled.loss_weights,
+        **metrics,
+    }
 
 
 def _callable(fn: Any, name: str | None = None) -> Any:
@@ -83,8 +97,9 @@ def _callable(fn: Any, name: str | None = None) -> Any:
         return {"name": name or get_registered_name(fn)}
 
 
-def load_model(path: str | os.PathLike, custom_objects: Mapping[str, Any] | None = None,
-               compile: bool = True) -> Any:  # noqa: A002 (Keras's argument name)
+def load_model(
+    path: str | os.PathLike, custom_objects: Mapping[str, Any] | None = None, compile: bool = True
+) -> Any:  # noqa: A002 (Keras's argument name)
     """Rebuild a model saved by ``model.save(path)``: architecture, weights and, with
     ``compile``, its compile settings and optimizer state.
 
@@ -119,23 +134,32 @@ def load_model(path: str | os.PathLike, custom_objects: Mapping[str, Any] | None
     except (ValueError, RecursionError):
         saved = None
     if not isinstance(saved, dict) or saved.get("format") != FORMAT:
-        raise CheckpointError(f"{os.fspath(path)}: holds no model architecture (it was not "
-                              "written by Model.save); build the model in code and use "
-                              "model.load_weights(path) or nnkit.io.load_checkpoint(path, ...)")
+        raise CheckpointError(
+            f"{os.fspath(path)}: holds no model architecture (it was not "
+            "written by Model.save); build the model in code and use "
+            "model.load_weights(path) or nnkit.io.load_checkpoint(path, ...)"
+        )
     model = deserialize(saved["architecture"], custom_objects)
     settings = saved.get("compile") if compile else None
     if settings is not None:
         _compile(model, settings, custom_objects)
-    io.load_checkpoint(path, model=model, optimizer=None if settings is None else
-                       model.optimizer, restore_rng=False)
+    io.load_checkpoint(
+        path,
+        model=model,
+        optimizer=None if settings is None else model.optimizer,
+        restore_rng=False,
+    )
     return model
 
 
-def _compile(model: Any, settings: Mapping[str, Any],
-             custom_objects: Mapping[str, Any] | None) -> None:
+def _compile(
+    model: Any, settings: Mapping[str, Any], custom_objects: Mapping[str, Any] | None
+) -> None:
     losses = [_resolve(item, custom_objects, "loss") for item in settings["loss"]]
-    metrics = {key: [_resolve(item, custom_objects, "metric") for item in settings[key]]
-               for key in ("metrics", "weighted_metrics")}
+    metrics = {
+        key: [_resolve(item, custom_objects, "metric") for item in settings[key]]
+        for key in ("metrics", "weighted_metrics")
+    }
     loss = losses if settings["several_losses"] else losses[0]
     opt = settings["optimizer"]
     if "name" in opt:  # never built: compile by name, as it was
@@ -145,8 +169,9 @@ def _compile(model: Any, settings: Mapping[str, Any],
         optimizer = deserialize(opt["keras"], custom_objects)
         optimizer.build([p for p in model.parameters() if p.requires_grad])
     else:
-        optimizer = _optimizer_class(opt["class_name"], custom_objects)(model.parameters(),
-                                                                        lr=opt["lr"])
+        optimizer = _optimizer_class(opt["class_name"], custom_objects)(
+            model.parameters(), lr=opt["lr"]
+        )
     model.compile(optimizer, loss, settings["loss_weights"], **metrics)
 
 
@@ -160,7 +185,8 @@ def _resolve(item: Any, custom_objects: Mapping[str, Any] | None, kind: str) -> 
         raise SerializationError(
             f"Could not locate the {kind} {item['name']!r}: pass it in custom_objects or "
             "register it with @nnkit.saving.register_serializable() (or load_model(..., "
-            "compile=False))")
+            "compile=False))"
+        )
     return found
 
 
@@ -173,6 +199,8 @@ def _optimizer_class(name: str, custom_objects: Mapping[str, Any] | None) -> typ
         if isinstance(candidate, type) and issubclass(candidate, optim.Optimizer):
             found = candidate
     if found is None:
-        raise SerializationError(f"Could not locate the optimizer {name!r}: pass it in "
-                                 "custom_objects or load_model(..., compile=False)")
+        raise SerializationError(
+            f"Could not locate the optimizer {name!r}: pass it in "
+            "custom_objects or load_model(..., compile=False)"
+        )
     return found

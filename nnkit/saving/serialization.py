@@ -71,8 +71,9 @@ def register_serializable(package: str = "Custom", name: str | None = None) -> C
     def decorate(obj: Any) -> Any:
         key = f"{package}>{name or obj.__name__}"
         if key in _REGISTRY and _REGISTRY[key] is not obj:
-            raise ValueError(f"register_serializable: {key!r} is already registered to "
-                             f"{_REGISTRY[key]!r}")
+            raise ValueError(
+                f"register_serializable: {key!r} is already registered to {_REGISTRY[key]!r}"
+            )
         if inspect.isclass(obj) and not callable(getattr(obj, "get_config", None)):
             raise ValueError(f"register_serializable: {obj.__name__} has no get_config()")
         _REGISTRY[key], _NAMES[obj] = obj, key
@@ -136,10 +137,14 @@ def serialize(obj: Any) -> dict[str, Any]:
     except NotImplementedError as err:
         raise SerializationError(str(err)) from None
     if not isinstance(config, Mapping):
-        raise SerializationError(f"{cls.__name__}.get_config() must return a dict; got "
-                                 f"{type(config).__name__}")
-    out = {"module": cls.__module__, "class_name": cls.__name__,
-           "config": {str(k): _value(v, f"{cls.__name__}({k}=...)") for k, v in config.items()}}
+        raise SerializationError(
+            f"{cls.__name__}.get_config() must return a dict; got {type(config).__name__}"
+        )
+    out = {
+        "module": cls.__module__,
+        "class_name": cls.__name__,
+        "config": {str(k): _value(v, f"{cls.__name__}({k}=...)") for k, v in config.items()},
+    }
     if cls in _NAMES:
         out["registered_name"] = _NAMES[cls]
     build = getattr(obj, "get_build_config", None)
@@ -158,8 +163,9 @@ def _value(value: Any, where: str) -> Any:
         return [_value(v, where) for v in value]
     if isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
-            raise SerializationError(f"{where}: a dict with keys other than strings cannot be "
-                                     "saved")
+            raise SerializationError(
+                f"{where}: a dict with keys other than strings cannot be saved"
+            )
         return {k: _value(v, where) for k, v in value.items()}
     from nnkit.backends.device import Device
     from nnkit.backends.dtypes import DType
@@ -180,12 +186,12 @@ def _value(value: Any, where: str) -> Any:
             return {"__function__": f"{value.__module__}:{value.__qualname__}"}
     raise SerializationError(
         f"{where}: a {kind} cannot be saved in a model's architecture (give a name, a "
-        "number or a registered object; see nnkit.saving.register_serializable)")
+        "number or a registered object; see nnkit.saving.register_serializable)"
+    )
 
 
 # -------------------------------------------------------------------- loading
-def deserialize(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None = None
-                ) -> Any:
+def deserialize(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None = None) -> Any:
     """The object a :func:`serialize` dict describes.
 
     Raises:
@@ -200,8 +206,9 @@ def deserialize(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | N
     try:
         obj = cls.from_config(kwargs)
     except (TypeError, ValueError) as err:
-        raise SerializationError(f"cannot rebuild {config['class_name']} from its saved "
-                                 f"config: {err}") from None
+        raise SerializationError(
+            f"cannot rebuild {config['class_name']} from its saved config: {err}"
+        ) from None
     build_config = config.get("build_config")
     if build_config is not None and callable(getattr(obj, "build_from_config", None)):
         obj.build_from_config(_restore(build_config, custom_objects))
@@ -223,7 +230,8 @@ def _locate(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None)
     raise SerializationError(
         f"Could not locate class {name!r} (saved from module {module!r}). Make sure custom "
         "classes are decorated with @nnkit.saving.register_serializable(), or pass them to "
-        f"load_model(..., custom_objects={{{name!r}: {name}}}).")
+        f"load_model(..., custom_objects={{{name!r}: {name}}})."
+    )
 
 
 def _restore(value: Any, custom_objects: Mapping[str, Any] | None) -> Any:
@@ -260,6 +268,8 @@ def _function(name: str, custom_objects: Mapping[str, Any] | None) -> Any:
             found = None
         if callable(found):
             return found
-    raise SerializationError(f"Could not locate function {name!r}: register it with "
-                             "@nnkit.saving.register_serializable() or pass it in "
-                             "custom_objects")
+    raise SerializationError(
+        f"Could not locate function {name!r}: register it with "
+        "@nnkit.saving.register_serializable() or pass it in "
+        "custom_objects"
+    )

@@ -38,9 +38,12 @@ LOSSES: dict[str, tuple[type, bool]] = {
     "cross_entropy": (losses.CrossEntropyLoss, False),
     "sparse_categorical_crossentropy": (losses.CrossEntropyLoss, False),
     "categorical_crossentropy": (losses.CrossEntropyLoss, True),
-    "mse": (losses.MSELoss, True), "mean_squared_error": (losses.MSELoss, True),
-    "mae": (losses.L1Loss, True), "mean_absolute_error": (losses.L1Loss, True),
-    "bce": (losses.BCELoss, True), "binary_crossentropy": (losses.BCELoss, True),
+    "mse": (losses.MSELoss, True),
+    "mean_squared_error": (losses.MSELoss, True),
+    "mae": (losses.L1Loss, True),
+    "mean_absolute_error": (losses.L1Loss, True),
+    "bce": (losses.BCELoss, True),
+    "binary_crossentropy": (losses.BCELoss, True),
     "bce_with_logits": (losses.BCEWithLogitsLoss, True),
     "huber": (losses.HuberLoss, True),
     "nll": (losses.NLLLoss, False),
@@ -155,8 +158,11 @@ class StatefulMetric:
         """The metric's variables as arrays (a checkpoint keeps them mid-epoch)."""
         if self._pending is not None:
             return list(self._pending)
-        return [] if self.metric is None else [v.detach().numpy().copy()
-                                               for v in self.metric.variables]
+        return (
+            []
+            if self.metric is None
+            else [v.detach().numpy().copy() for v in self.metric.variables]
+        )
 
     def load_state(self, arrays: list) -> None:
         """Restore :meth:`state` (applied at the first batch if not resolved yet)."""
@@ -193,13 +199,13 @@ def resolve_metrics(metrics: Any, weighted: bool = False) -> list[tuple[str, Any
     if metrics is None:
         return []
     if isinstance(metrics, (str, Callable, metrics_module.Metric)) and not isinstance(
-            metrics, (list, tuple)):
+        metrics, (list, tuple)
+    ):
         metrics = [metrics]
     resolved = []
     for metric in metrics:
         if isinstance(metric, metrics_module.Metric):
-            resolved.append((metric.name, StatefulMetric(metric.name, metric,
-                                                         weighted=weighted)))
+            resolved.append((metric.name, StatefulMetric(metric.name, metric, weighted=weighted)))
         elif isinstance(metric, str):
             if metric in METRICS and not weighted:
                 resolved.append((metric, METRICS[metric]))
@@ -207,16 +213,20 @@ def resolve_metrics(metrics: Any, weighted: bool = False) -> list[tuple[str, Any
             try:
                 metrics_module.get(metric)
             except ValueError as err:
-                raise ValueError(f"Unknown metric {metric!r}: neither one of nnkit's metric "
-                                 f"functions ({', '.join(sorted(METRICS))}) nor a name of "
-                                 f"nnkit.metrics ({err})") from None
+                raise ValueError(
+                    f"Unknown metric {metric!r}: neither one of nnkit's metric "
+                    f"functions ({', '.join(sorted(METRICS))}) nor a name of "
+                    f"nnkit.metrics ({err})"
+                ) from None
             resolved.append((metric, StatefulMetric(metric, metric, weighted=weighted)))
         elif callable(metric) and not weighted:
             resolved.append((_name_of(metric), metric))
         else:
-            raise TypeError(f"a {'weighted ' if weighted else ''}metric must be a name, an "
-                            f"nnkit.metrics.Metric{'' if weighted else ' or a callable'}; "
-                            f"received {type(metric).__name__}")
+            raise TypeError(
+                f"a {'weighted ' if weighted else ''}metric must be a name, an "
+                f"nnkit.metrics.Metric{'' if weighted else ' or a callable'}; "
+                f"received {type(metric).__name__}"
+            )
     names = [name for name, _ in resolved]
     if len(set(names)) != len(names) or "loss" in names:
         raise ValueError(f"metrics must log under distinct names other than 'loss'; got {names}")
@@ -235,11 +245,15 @@ def check_optimizer(optimizer: Any, lr: float | None) -> None:
             raise _unknown("optimizer", optimizer, OPTIMIZERS)
     elif isinstance(optimizer, optim.Optimizer):
         if lr is not None:
-            raise ValueError("compile(lr=...) applies to an optimizer given by name; set the "
-                             "learning rate on the optimizer instance instead")
+            raise ValueError(
+                "compile(lr=...) applies to an optimizer given by name; set the "
+                "learning rate on the optimizer instance instead"
+            )
     elif not callable(optimizer):
-        raise TypeError("optimizer must be a name, an nnkit.optim.Optimizer, or a callable "
-                        f"params -> Optimizer; received {type(optimizer).__name__}")
+        raise TypeError(
+            "optimizer must be a name, an nnkit.optim.Optimizer, or a callable "
+            f"params -> Optimizer; received {type(optimizer).__name__}"
+        )
 
 
 def make_optimizer(spec: Any, lr: float | None, params: list) -> optim.Optimizer:
@@ -305,10 +319,13 @@ class CompileConfig:
                 give one value per sample.
         """
         if self.loss is None:
-            raise ValueError("No loss to compute: pass loss=... to compile(), or override "
-                             "train_step()/compute_loss()")
+            raise ValueError(
+                "No loss to compute: pass loss=... to compile(), or override "
+                "train_step()/compute_loss()"
+            )
         if y is None:
             raise ValueError("The batch has no targets: fit/evaluate need y (or (x, y) batches)")
+
         def one(fn: Callable, p: Any, t: Any) -> Tensor:
             return fn(p, t) if sample_weight is None else weighted_loss(fn, p, t, sample_weight)
 
@@ -317,8 +334,10 @@ class CompileConfig:
             return loss if self.loss_weights is None else loss * self.loss_weights[0]
         preds, targets = _as_tuple(y_pred), _as_tuple(y)
         if not len(preds) == len(targets) == len(self.loss):
-            raise ValueError(f"compile() got {len(self.loss)} losses but the model returned "
-                             f"{len(preds)} outputs for {len(targets)} targets")
+            raise ValueError(
+                f"compile() got {len(self.loss)} losses but the model returned "
+                f"{len(preds)} outputs for {len(targets)} targets"
+            )
         weights = self.loss_weights or [1.0] * len(preds)
         terms = [w * one(fn, p, t) for w, fn, p, t in zip(weights, self.loss, preds, targets)]
         return sum(terms[1:], terms[0])
@@ -354,23 +373,29 @@ def weighted_loss(loss: Callable, y_pred: Tensor, y_true: Any, sample_weight: An
     """
     module = loss.loss if isinstance(loss, NamedLoss) else loss
     if not isinstance(getattr(module, "reduction", None), str):
-        raise ValueError("sample_weight and class_weight need the loss of each sample: give "
-                         "compile() a loss by name or an nnkit loss module (one with "
-                         f"reduction=); got {_name_of(loss)}")
+        raise ValueError(
+            "sample_weight and class_weight need the loss of each sample: give "
+            "compile() a loss by name or an nnkit loss module (one with "
+            f"reduction=); got {_name_of(loss)}"
+        )
     previous, module.reduction = module.reduction, "none"
     try:
         values = loss(y_pred, y_true)
     finally:
         module.reduction = previous
     if values.ndim == 0:
-        raise ValueError(f"sample_weight: the loss {_name_of(loss)} gave one value for the "
-                         "batch with reduction='none', not one per sample")
+        raise ValueError(
+            f"sample_weight: the loss {_name_of(loss)} gave one value for the "
+            "batch with reduction='none', not one per sample"
+        )
     if values.ndim > 1:
         values = values.mean(dim=tuple(range(1, values.ndim)))
     weights = as_tensor(sample_weight, device=values.device)
     if weights.numel() != values.shape[0]:
-        raise ValueError(f"sample_weight of shape {tuple(weights.shape)} does not give one weight "
-                         f"to each of the batch's {values.shape[0]} samples")
+        raise ValueError(
+            f"sample_weight of shape {tuple(weights.shape)} does not give one weight "
+            f"to each of the batch's {values.shape[0]} samples"
+        )
     return (values * weights.to(dtype=values.dtype).reshape(values.shape)).mean()
 
 

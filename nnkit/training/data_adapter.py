@@ -19,9 +19,18 @@ import nnkit
 from nnkit.autograd.tensor import Tensor
 from nnkit.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate
 
-__all__ = ["make_loader", "split_validation", "unpack_batch", "unpack_x_y_sample_weight",
-           "batch_size_of", "to_device", "EpochIterator", "resolve_verbose",
-           "class_weight_table", "with_class_weight"]
+__all__ = [
+    "make_loader",
+    "split_validation",
+    "unpack_batch",
+    "unpack_x_y_sample_weight",
+    "batch_size_of",
+    "to_device",
+    "EpochIterator",
+    "resolve_verbose",
+    "class_weight_table",
+    "with_class_weight",
+]
 
 VERBOSITIES = (0, 1, 2, "auto")
 
@@ -50,11 +59,11 @@ def _is_structure(x: Any) -> bool:
     """Several arrays: a list/tuple of arrays or Tensors, or a dict of them (the inputs of
     a model with several inputs, the targets of one with several outputs)."""
     if isinstance(x, dict):
-        return bool(x) and all(isinstance(v, (np.ndarray, Tensor)) or _is_structure(v)
-                               for v in x.values())
+        return bool(x) and all(
+            isinstance(v, (np.ndarray, Tensor)) or _is_structure(v) for v in x.values()
+        )
     if isinstance(x, (list, tuple)):
-        return bool(x) and all(isinstance(v, (np.ndarray, Tensor)) or _is_structure(v)
-                               for v in x)
+        return bool(x) and all(isinstance(v, (np.ndarray, Tensor)) or _is_structure(v) for v in x)
     return False
 
 
@@ -104,9 +113,16 @@ def _as_array(x: Any, name: str) -> Any:
     return array
 
 
-def make_loader(x: Any, y: Any = None, sample_weight: Any = None, *, batch_size: int = 32,
-                shuffle: bool = False, seed: int | None = None,
-                caller: str = "fit") -> Iterable:
+def make_loader(
+    x: Any,
+    y: Any = None,
+    sample_weight: Any = None,
+    *,
+    batch_size: int = 32,
+    shuffle: bool = False,
+    seed: int | None = None,
+    caller: str = "fit",
+) -> Iterable:
     """Wrap ``x`` (and ``y``, ``sample_weight``) as an iterable of batches.
 
     Args:
@@ -138,14 +154,22 @@ def make_loader(x: Any, y: Any = None, sample_weight: Any = None, *, batch_size:
     if not _is_array(x):
         if y is not None or sample_weight is not None:
             what = "y" if y is not None else "sample_weight"
-            raise ValueError(f"{caller}: {what} must be None when x is a {type(x).__name__}; "
-                             "the targets (and weights) come from x's batches (x, y[, w])")
+            raise ValueError(
+                f"{caller}: {what} must be None when x is a {type(x).__name__}; "
+                "the targets (and weights) come from x's batches (x, y[, w])"
+            )
         if isinstance(x, (Dataset, IterableDataset)):
-            return DataLoader(x, batch_size=batch_size,
-                              shuffle=shuffle and not isinstance(x, IterableDataset), seed=seed)
+            return DataLoader(
+                x,
+                batch_size=batch_size,
+                shuffle=shuffle and not isinstance(x, IterableDataset),
+                seed=seed,
+            )
         if not isinstance(x, Iterable):
-            raise TypeError(f"{caller}: x must be arrays, Tensors, a Dataset or a DataLoader; "
-                            f"got {type(x).__name__}")
+            raise TypeError(
+                f"{caller}: x must be arrays, Tensors, a Dataset or a DataLoader; "
+                f"got {type(x).__name__}"
+            )
         return x
     if sample_weight is not None and y is None:
         raise ValueError(f"{caller}: sample_weight needs targets y")
@@ -156,19 +180,29 @@ def make_loader(x: Any, y: Any = None, sample_weight: Any = None, *, batch_size:
             array = _as_array(leaf, what)
             if arrays and _num_samples(array) != _num_samples(arrays[0]):
                 if what == "sample_weight":
-                    raise ValueError(f"{caller}: sample_weight has {_num_samples(array)} "
-                                     f"entries for {_num_samples(arrays[0])} samples")
-                raise ValueError(f"{caller}: x and {what} have different lengths: x has "
-                                 f"{_num_samples(arrays[0])} samples, {what} has "
-                                 f"{_num_samples(array)}")
+                    raise ValueError(
+                        f"{caller}: sample_weight has {_num_samples(array)} "
+                        f"entries for {_num_samples(arrays[0])} samples"
+                    )
+                raise ValueError(
+                    f"{caller}: x and {what} have different lengths: x has "
+                    f"{_num_samples(arrays[0])} samples, {what} has "
+                    f"{_num_samples(array)}"
+                )
             arrays.append(array)
     structured = any(_is_structure(part) for part in parts)
-    return DataLoader(TensorDataset(*arrays), batch_size=batch_size, shuffle=shuffle, seed=seed,
-                      **({"collate_fn": _Restructure(parts)} if structured else {}))
+    return DataLoader(
+        TensorDataset(*arrays),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        **({"collate_fn": _Restructure(parts)} if structured else {}),
+    )
 
 
-def split_validation(x: Any, y: Any, validation_split: float,
-                     sample_weight: Any = None) -> tuple[tuple, tuple]:
+def split_validation(
+    x: Any, y: Any, validation_split: float, sample_weight: Any = None
+) -> tuple[tuple, tuple]:
     """Keras's ``validation_split``: the *last* fraction of the samples, before shuffling.
 
     Args:
@@ -187,18 +221,24 @@ def split_validation(x: Any, y: Any, validation_split: float,
     if not 0.0 <= validation_split < 1.0:
         raise ValueError(f"validation_split must be in [0, 1); received {validation_split}")
     if not _is_array(x):
-        raise ValueError("validation_split is only supported for arrays and Tensors, not a "
-                         f"{type(x).__name__}; pass validation_data=... instead")
+        raise ValueError(
+            "validation_split is only supported for arrays and Tensors, not a "
+            f"{type(x).__name__}; pass validation_data=... instead"
+        )
     x = _map(x, lambda a: _as_array(a, "x"))
     n = _num_samples(_leaves(x)[0])
     split_at = int(math.floor(n * (1.0 - validation_split)))
     if split_at == 0 or split_at == n:
-        raise ValueError(f"validation_split={validation_split} of {n} samples leaves an empty "
-                         "training or validation set")
+        raise ValueError(
+            f"validation_split={validation_split} of {n} samples leaves an empty "
+            "training or validation set"
+        )
     y = _map(y, lambda a: _as_array(a, "y"))
     w = _map(sample_weight, lambda a: _as_array(a, "sample_weight"))
-    return (tuple(_map(part, lambda a: a[:split_at]) for part in (x, y, w)),
-            tuple(_map(part, lambda a: a[split_at:]) for part in (x, y, w)))
+    return (
+        tuple(_map(part, lambda a: a[:split_at]) for part in (x, y, w)),
+        tuple(_map(part, lambda a: a[split_at:]) for part in (x, y, w)),
+    )
 
 
 def unpack_x_y_sample_weight(batch: Any) -> tuple[Any, Any, Any]:
@@ -211,8 +251,10 @@ def unpack_x_y_sample_weight(batch: Any) -> tuple[Any, Any, Any]:
     if isinstance(batch, (tuple, list)):
         if 1 <= len(batch) <= 3:
             return tuple(batch) + (None,) * (3 - len(batch))
-        raise ValueError(f"a batch must be x, (x,), (x, y) or (x, y, sample_weight); got a "
-                         f"{type(batch).__name__} of {len(batch)} parts")
+        raise ValueError(
+            f"a batch must be x, (x,), (x, y) or (x, y, sample_weight); got a "
+            f"{type(batch).__name__} of {len(batch)} parts"
+        )
     return batch, None, None
 
 
@@ -232,18 +274,25 @@ def class_weight_table(class_weight: Any) -> list[float] | None:
     if class_weight is None:
         return None
     if not isinstance(class_weight, dict) or not class_weight:
-        raise ValueError("fit: class_weight must be a non-empty dict {class index: weight}; "
-                         f"received {class_weight!r}")
-    bad = [k for k in class_weight if isinstance(k, bool) or not isinstance(k, (int, np.integer))
-           or k < 0]
+        raise ValueError(
+            "fit: class_weight must be a non-empty dict {class index: weight}; "
+            f"received {class_weight!r}"
+        )
+    bad = [
+        k
+        for k in class_weight
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0
+    ]
     if bad:
-        raise ValueError(f"fit: class_weight keys must be class indices (integers >= 0); got "
-                         f"{bad[:5]}")
+        raise ValueError(
+            f"fit: class_weight keys must be class indices (integers >= 0); got {bad[:5]}"
+        )
     try:
         return [float(class_weight.get(c, 1.0)) for c in range(int(max(class_weight)) + 1)]
     except (TypeError, ValueError):
-        raise ValueError("fit: class_weight values must be numbers; received "
-                         f"{class_weight!r}") from None
+        raise ValueError(
+            f"fit: class_weight values must be numbers; received {class_weight!r}"
+        ) from None
 
 
 def with_class_weight(batch: Any, table: list[float]) -> tuple[Any, Any, Any]:
@@ -258,19 +307,25 @@ def with_class_weight(batch: Any, table: list[float]) -> tuple[Any, Any, Any]:
     if sample_weight is not None:
         raise ValueError("You cannot use class_weight and sample_weight at the same time.")
     if not isinstance(y, Tensor):
-        raise ValueError("class_weight is only supported for models with a single output "
-                         f"(one target Tensor per batch); got a {type(y).__name__}")
+        raise ValueError(
+            "class_weight is only supported for models with a single output "
+            f"(one target Tensor per batch); got a {type(y).__name__}"
+        )
     if y.ndim > 2:
-        raise ValueError(f"class_weight is not supported for targets of shape {tuple(y.shape)} "
-                         "(more than 2 dimensions)")
+        raise ValueError(
+            f"class_weight is not supported for targets of shape {tuple(y.shape)} "
+            "(more than 2 dimensions)"
+        )
     if y.ndim == 2 and y.shape[1] > 1:
         classes = y.argmax(-1)
     else:
-        classes = (y.reshape(-1).round() if y.is_floating_point() else y.reshape(-1))
+        classes = y.reshape(-1).round() if y.is_floating_point() else y.reshape(-1)
         classes = classes.to(dtype=nnkit.int64)
     if classes.numel() and (int(classes.min()) < 0 or int(classes.max()) >= len(table)):
-        raise ValueError(f"class_weight has no weight for class {int(classes.max())} "
-                         f"(its largest class is {len(table) - 1})")
+        raise ValueError(
+            f"class_weight has no weight for class {int(classes.max())} "
+            f"(its largest class is {len(table) - 1})"
+        )
     weights = nnkit.tensor(table, dtype=nnkit.float64, device=y.device)[classes]
     return x, y, weights
 
@@ -318,8 +373,9 @@ class EpochIterator:
 
     def __init__(self, loader: Iterable, steps_per_epoch: int | None = None) -> None:
         if steps_per_epoch is not None and steps_per_epoch < 1:
-            raise ValueError(f"steps_per_epoch must be a positive integer; received "
-                             f"{steps_per_epoch}")
+            raise ValueError(
+                f"steps_per_epoch must be a positive integer; received {steps_per_epoch}"
+            )
         self.loader, self.steps_per_epoch = loader, steps_per_epoch
         self._iterator: Iterator | None = None
 

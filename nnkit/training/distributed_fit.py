@@ -121,10 +121,14 @@ class DistributedFit:
                 f"fit: batch_size={loader.batch_size} is the global batch and "
                 f"must be divisible by the {world} processes"
             )
-        order = (RandomSampler(loader.dataset, seed=seed) if shuffle
-                 else SequentialSampler(loader.dataset))
-        shares = DistributedBatchSampler(order, loader.batch_size, loader.drop_last, world,
-                                         self.comm.rank)
+        order = (
+            RandomSampler(loader.dataset, seed=seed)
+            if shuffle
+            else SequentialSampler(loader.dataset)
+        )
+        shares = DistributedBatchSampler(
+            order, loader.batch_size, loader.drop_last, world, self.comm.rank
+        )
         return DataLoader(
             loader.dataset,
             batch_sampler=shares,

@@ -18,10 +18,17 @@ __all__ = ["Evaluation"]
 class Evaluation:
     """Mixin of :class:`~nnkit.training.Trainer`: the loops that do not train."""
 
-    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None,
-                 verbose: int | str = "auto", sample_weight: Any = None,
-                 steps: int | None = None, callbacks: Any = None,
-                 return_dict: bool = False) -> dict | list | float:
+    def evaluate(
+        self,
+        x: Any = None,
+        y: Any = None,
+        batch_size: int | None = None,
+        verbose: int | str = "auto",
+        sample_weight: Any = None,
+        steps: int | None = None,
+        callbacks: Any = None,
+        return_dict: bool = False,
+    ) -> dict | list | float:
         """Loss and metrics of the model on ``x``/``y``, in eval mode and under no_grad.
 
         Args:
@@ -50,8 +57,13 @@ class Evaluation:
             {'loss': 0.11, 'accuracy': 0.97}
         """
         self._require_compiled("evaluate")
-        loader = da.make_loader(x, y, sample_weight, batch_size=32 if batch_size is None
-                                else batch_size, caller="evaluate")
+        loader = da.make_loader(
+            x,
+            y,
+            sample_weight,
+            batch_size=32 if batch_size is None else batch_size,
+            caller="evaluate",
+        )
         cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
         logs = self._test_loop(loader, cbs, steps)
         if return_dict:
@@ -67,16 +79,21 @@ class Evaluation:
             for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_test_batch_begin(step)
                 batch = self._to_device(batch)
-                tracker.update(self.test_step(batch),
-                               da.batch_size_of(da.unpack_batch(batch)[0]))
+                tracker.update(self.test_step(batch), da.batch_size_of(da.unpack_batch(batch)[0]))
                 cbs.on_test_batch_end(step, self._logs(tracker))
         logs = self._logs(tracker)
         cbs.on_test_end(logs)
         return logs
 
     # ----------------------------------------------------------------- predict
-    def predict(self, x: Any, batch_size: int | None = None, verbose: int | str = "auto",
-                steps: int | None = None, callbacks: Any = None) -> Any:
+    def predict(
+        self,
+        x: Any,
+        batch_size: int | None = None,
+        verbose: int | str = "auto",
+        steps: int | None = None,
+        callbacks: Any = None,
+    ) -> Any:
         """The model's outputs for ``x`` as host NumPy arrays (eval mode, no_grad).
 
         Args:
@@ -95,8 +112,9 @@ class Evaluation:
         Example:
             >>> probs = nnkit.softmax(nnkit.tensor(model.predict(x_test)), -1)
         """
-        loader = da.make_loader(x, None, batch_size=32 if batch_size is None else batch_size,
-                                caller="predict")
+        loader = da.make_loader(
+            x, None, batch_size=32 if batch_size is None else batch_size, caller="predict"
+        )
         cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
         outputs = []
         cbs.on_predict_begin()

@@ -73,19 +73,30 @@ class FitState:
             tracker = MeanTracker()
             tracker.load_state_dict(self.tracker.state_dict())
             tracker.allreduce(self.distributed.comm)
-            states = {name: [self.distributed.comm.allreduce_(as_tensor(a).clone()).numpy()
-                             for a in arrays] for name, arrays in states.items()}
-        return {"epoch": self.epoch, "step": self.step, "global_step": self.global_step,
-                "epoch_done": self.epoch_done, "tracker": tracker.state_dict(),
-                "metrics": states,
-                "world_size": 1 if self.distributed is None else self.distributed.size}
+            states = {
+                name: [
+                    self.distributed.comm.allreduce_(as_tensor(a).clone()).numpy() for a in arrays
+                ]
+                for name, arrays in states.items()
+            }
+        return {
+            "epoch": self.epoch,
+            "step": self.step,
+            "global_step": self.global_step,
+            "epoch_done": self.epoch_done,
+            "tracker": tracker.state_dict(),
+            "metrics": states,
+            "world_size": 1 if self.distributed is None else self.distributed.size,
+        }
 
     def load_progress(self, progress: dict[str, Any]) -> None:
         """Restore :meth:`progress` (the loader is restored separately). In a
         data-parallel run rank 0 takes the saved sums of all ranks, the others none."""
         self.epoch, self.step = int(progress["epoch"]), int(progress["step"])
-        self.global_step, self.epoch_done = int(progress["global_step"]), bool(
-            progress["epoch_done"])
+        self.global_step, self.epoch_done = (
+            int(progress["global_step"]),
+            bool(progress["epoch_done"]),
+        )
         saved = progress["tracker"]
         if not self.is_chief and not self.epoch_done:
             saved = {part: dict.fromkeys(saved[part], 0.0) for part in ("totals", "counts")}
@@ -93,8 +104,9 @@ class FitState:
         self.tracker.load_state_dict(saved)
         states = progress.get("metrics", {})
         for metric in self.metrics:  # every rank but 0 restarts from zero, as the sums
-            metric.load_state(list(states.get(metric.name, [])) if self.is_chief or
-                              self.epoch_done else [])
+            metric.load_state(
+                list(states.get(metric.name, [])) if self.is_chief or self.epoch_done else []
+            )
         if self.data is not None:
             self.data.reset()
 

@@ -49,8 +49,10 @@ class TrainingInterrupted(Exception):
             name = signal.Signals(signum).name
         except ValueError:
             name = str(signum)
-        super().__init__(f"training interrupted by {name} at epoch {epoch + 1}, step {step + 1}"
-                         + (f"; resumable checkpoint: {checkpoint}" if checkpoint else ""))
+        super().__init__(
+            f"training interrupted by {name} at epoch {epoch + 1}, step {step + 1}"
+            + (f"; resumable checkpoint: {checkpoint}" if checkpoint else "")
+        )
 
     @property
     def exit_code(self) -> int:
@@ -97,8 +99,9 @@ def _ignore(*signals: int) -> None:
 
 
 @contextlib.contextmanager
-def graceful_interrupts(signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM), *,
-                        final: bool = False) -> Iterator[None]:
+def graceful_interrupts(
+    signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM), *, final: bool = False
+) -> Iterator[None]:
     """Within the block, a first ``signals`` stops ``fit`` after its current step.
 
     Outside the main thread (where Python cannot install signal handlers) this does

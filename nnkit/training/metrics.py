@@ -17,8 +17,15 @@ from typing import Any
 
 from nnkit.autograd.tensor import Tensor
 
-__all__ = ["accuracy", "binary_accuracy", "mean_absolute_error", "mean_squared_error",
-           "top_k_accuracy", "MeanTracker", "METRICS"]
+__all__ = [
+    "accuracy",
+    "binary_accuracy",
+    "mean_absolute_error",
+    "mean_squared_error",
+    "top_k_accuracy",
+    "MeanTracker",
+    "METRICS",
+]
 
 
 def _as_float_tensor(t: Tensor) -> Tensor:
@@ -95,10 +102,13 @@ def top_k_accuracy(y_pred: Tensor, y_true: Tensor, k: int = 5) -> Tensor:
 
 # Keras spellings and short forms, mapped to the function and the name it logs under.
 METRICS: dict[str, Callable[[Tensor, Tensor], Any]] = {
-    "accuracy": accuracy, "acc": accuracy,
+    "accuracy": accuracy,
+    "acc": accuracy,
     "binary_accuracy": binary_accuracy,
-    "mae": mean_absolute_error, "mean_absolute_error": mean_absolute_error,
-    "mse": mean_squared_error, "mean_squared_error": mean_squared_error,
+    "mae": mean_absolute_error,
+    "mean_absolute_error": mean_absolute_error,
+    "mse": mean_squared_error,
+    "mean_squared_error": mean_squared_error,
     "top_k_accuracy": top_k_accuracy,
 }
 
@@ -144,11 +154,12 @@ class MeanTracker:
         import nnkit
 
         names = list(self._totals)
-        packed = nnkit.tensor([self._totals[n] for n in names] + [self._counts[n] for n in names],
-                              dtype=nnkit.float64)
+        packed = nnkit.tensor(
+            [self._totals[n] for n in names] + [self._counts[n] for n in names], dtype=nnkit.float64
+        )
         values = comm.allreduce_(packed).tolist()
-        self._totals = dict(zip(names, values[:len(names)]))
-        self._counts = dict(zip(names, values[len(names):]))
+        self._totals = dict(zip(names, values[: len(names)]))
+        self._counts = dict(zip(names, values[len(names) :]))
 
     def state_dict(self) -> dict[str, dict[str, float]]:
         """The weighted sums and weights so far (a mid-epoch checkpoint keeps them)."""
@@ -161,5 +172,7 @@ class MeanTracker:
 
     def result(self) -> dict[str, float]:
         """The mean of every value seen so far (NaN for a name with zero weight)."""
-        return {name: (total / self._counts[name] if self._counts[name] else math.nan)
-                for name, total in self._totals.items()}
+        return {
+            name: (total / self._counts[name] if self._counts[name] else math.nan)
+            for name, total in self._totals.items()
+        }

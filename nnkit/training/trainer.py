@@ -50,9 +50,16 @@ class Trainer(Evaluation, Saving):
     history: Any = None
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, loss_weights: Any = None,
-                metrics: Any = None, weighted_metrics: Any = None, *,
-                lr: float | None = None) -> None:
+    def compile(
+        self,
+        optimizer: Any = "rmsprop",
+        loss: Any = None,
+        loss_weights: Any = None,
+        metrics: Any = None,
+        weighted_metrics: Any = None,
+        *,
+        lr: float | None = None,
+    ) -> None:
         """Configure the model for training.
 
         Args:
@@ -108,12 +115,15 @@ class Trainer(Evaluation, Saving):
     def _check_loss_weights(loss: Any, loss_weights: Any) -> list[float] | None:
         if loss_weights is None:
             return None
-        weights = [float(w) for w in
-                   (loss_weights if isinstance(loss_weights, (list, tuple)) else [loss_weights])]
+        weights = [
+            float(w)
+            for w in (loss_weights if isinstance(loss_weights, (list, tuple)) else [loss_weights])
+        ]
         expected = len(loss) if isinstance(loss, list) else 1
         if len(weights) != expected:
-            raise ValueError(f"loss_weights has {len(weights)} entries but there are "
-                             f"{expected} losses")
+            raise ValueError(
+                f"loss_weights has {len(weights)} entries but there are {expected} losses"
+            )
         return weights
 
     @property
@@ -133,8 +143,10 @@ class Trainer(Evaluation, Saving):
 
     def _require_compiled(self, caller: str) -> CompileConfig:
         if self._compiled is None:
-            raise RuntimeError(f"You must call compile() first: {type(self).__name__} has no "
-                               f"optimizer or loss yet ({caller} needs them)")
+            raise RuntimeError(
+                f"You must call compile() first: {type(self).__name__} has no "
+                f"optimizer or loss yet ({caller} needs them)"
+            )
         return self._compiled
 
     # ------------------------------------------------------------------- steps
@@ -159,8 +171,9 @@ class Trainer(Evaluation, Saving):
         """
         return self._require_compiled("compute_loss").compute_loss(y, y_pred, sample_weight)
 
-    def compute_metrics(self, x: Any, y: Any, y_pred: Any,
-                        sample_weight: Any = None) -> dict[str, Any]:
+    def compute_metrics(
+        self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None
+    ) -> dict[str, Any]:
         """The compiled metrics of one batch (on the first output of a multi-output model).
 
         Stateful metrics are updated with the batch and give their running value;
@@ -169,8 +182,7 @@ class Trainer(Evaluation, Saving):
         Returns:
             ``{name: value}``, values as 0-d Tensors or numbers.
         """
-        return self._require_compiled("compute_metrics").compute_metrics(y, y_pred,
-                                                                         sample_weight)
+        return self._require_compiled("compute_metrics").compute_metrics(y, y_pred, sample_weight)
 
     def train_step(self, batch: Any) -> dict[str, Any]:
         """One optimisation step on one batch: forward, loss, backward, optimizer step.
@@ -214,8 +226,10 @@ class Trainer(Evaluation, Saving):
         """
         x, y, sample_weight = da.unpack_x_y_sample_weight(batch)
         y_pred = self._forward(x)
-        return {"loss": self._loss(x, y, y_pred, sample_weight),
-                **self._metrics(x, y, y_pred, sample_weight)}
+        return {
+            "loss": self._loss(x, y, y_pred, sample_weight),
+            **self._metrics(x, y, y_pred, sample_weight),
+        }
 
     def predict_step(self, batch: Any) -> Any:
         """The model's output for one batch (targets in the batch are ignored).
@@ -242,8 +256,10 @@ class Trainer(Evaluation, Saving):
         names = getattr(self, "output_names", None) or []
         missing = [name for name in names if name not in y]
         if not names or missing:
-            raise ValueError(f"targets given by name {sorted(y)} must name every output of "
-                             f"the model {names}; missing {missing}")
+            raise ValueError(
+                f"targets given by name {sorted(y)} must name every output of "
+                f"the model {names}; missing {missing}"
+            )
         return [y[name] for name in names]
 
     def _metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> dict[str, Any]:
@@ -289,30 +305,59 @@ class Trainer(Evaluation, Saving):
                 self._forward(x)
         config = self._compiled
         if config.optimizer is None:
-            config.optimizer = make_optimizer(config.optimizer_spec, config.lr,
-                                              list(self.parameters()))
+            config.optimizer = make_optimizer(
+                config.optimizer_spec, config.lr, list(self.parameters())
+            )
         elif not getattr(config.optimizer, "built", True):  # a Keras-style optimizer
             config.optimizer.build([p for p in self.parameters() if p.requires_grad])
 
-    def _callbacks(self, callbacks: Any, verbose: int, *, history: bool = False,
-                   epochs: int = 1, steps: int | None = None) -> Any:
+    def _callbacks(
+        self,
+        callbacks: Any,
+        verbose: int,
+        *,
+        history: bool = False,
+        epochs: int = 1,
+        steps: int | None = None,
+    ) -> Any:
         from nnkit.callbacks import CallbackList
 
         verbose = da.resolve_verbose(verbose)
         if isinstance(callbacks, CallbackList):
             return callbacks
-        return CallbackList(callbacks, add_history=history, add_progbar=verbose != 0,
-                            model=self, verbose=verbose, epochs=epochs, steps=steps)
+        return CallbackList(
+            callbacks,
+            add_history=history,
+            add_progbar=verbose != 0,
+            model=self,
+            verbose=verbose,
+            epochs=epochs,
+            steps=steps,
+        )
 
     # --------------------------------------------------------------------- fit
-    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None,
-            epochs: int = 1, verbose: int | str = "auto", callbacks: Any = None,
-            validation_split: float = 0.0, validation_data: Any = None, shuffle: bool = True,
-            class_weight: dict | None = None, sample_weight: Any = None,
-            initial_epoch: int = 0, steps_per_epoch: int | None = None,
-            validation_steps: int | None = None, validation_batch_size: int | None = None,
-            validation_freq: int = 1, *, seed: int | None = None,
-            distributed: Any = None) -> Any:
+    def fit(
+        self,
+        x: Any = None,
+        y: Any = None,
+        batch_size: int | None = None,
+        epochs: int = 1,
+        verbose: int | str = "auto",
+        callbacks: Any = None,
+        validation_split: float = 0.0,
+        validation_data: Any = None,
+        shuffle: bool = True,
+        class_weight: dict | None = None,
+        sample_weight: Any = None,
+        initial_epoch: int = 0,
+        steps_per_epoch: int | None = None,
+        validation_steps: int | None = None,
+        validation_batch_size: int | None = None,
+        validation_freq: int = 1,
+        *,
+        seed: int | None = None,
+        distributed: Any = None,
+    ) -> Any:
         """Train the model for ``epochs`` epochs (Keras 3's arguments and defaults).
 
         Args:
@@ -381,15 +426,20 @@ class Trainer(Evaluation, Saving):
         table = da.class_weight_table(class_weight)
         if table is not None and sample_weight is not None:
             raise ValueError("You cannot use class_weight and sample_weight at the same time.")
-        if isinstance(validation_freq, bool) or not isinstance(validation_freq, int) or (
-                validation_freq < 1):
-            raise ValueError("fit: validation_freq must be a positive integer; received "
-                             f"{validation_freq!r}")
+        if (
+            isinstance(validation_freq, bool)
+            or not isinstance(validation_freq, int)
+            or (validation_freq < 1)
+        ):
+            raise ValueError(
+                f"fit: validation_freq must be a positive integer; received {validation_freq!r}"
+            )
         comm = resolve_communicator(distributed)
         dist = None if comm is None else DistributedFit(comm)
         batch_size = 32 if batch_size is None else batch_size
-        train, val = self._fit_data(x, y, sample_weight, batch_size, validation_split,
-                                    validation_data, shuffle, seed)
+        train, val = self._fit_data(
+            x, y, sample_weight, batch_size, validation_split, validation_data, shuffle, seed
+        )
         val = self._validation_loader(val, validation_batch_size or batch_size)
         if initial_epoch and train is not x and isinstance(train, nnkit.data.DataLoader):
             # a loader built here shuffles epoch k as an uninterrupted run's epoch k
@@ -399,19 +449,26 @@ class Trainer(Evaluation, Saving):
             callbacks, verbose = dist.callbacks(callbacks, verbose)
         data = da.EpochIterator(train, steps_per_epoch)
         self._build_for_fit(data)
-        cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs,
-                              steps=data.num_steps)
-        self._fit_state = FitState(train, cbs, dist, data, epoch=initial_epoch - 1,
-                                   epoch_done=True, class_weight=table,
-                                   metrics=self._compiled.stateful)
+        cbs = self._callbacks(callbacks, verbose, history=True, epochs=epochs, steps=data.num_steps)
+        self._fit_state = FitState(
+            train,
+            cbs,
+            dist,
+            data,
+            epoch=initial_epoch - 1,
+            epoch_done=True,
+            class_weight=table,
+            metrics=self._compiled.stateful,
+        )
         self.stop_training = False
         self._initial_epoch = initial_epoch
         replicated = contextlib.nullcontext() if dist is None else dist.replicated(self)
         try:
             with self._mode(True), replicated:
                 cbs.on_train_begin()
-                logs = self._fit_epochs(self._initial_epoch, epochs, data,
-                                        (val, validation_freq, validation_steps), cbs)
+                logs = self._fit_epochs(
+                    self._initial_epoch, epochs, data, (val, validation_freq, validation_steps), cbs
+                )
                 finalize = getattr(self.optimizer, "finalize_variable_values", None)
                 if finalize is not None:  # Keras: use_ema's averages become the weights
                     finalize([p for p in self.parameters() if p.requires_grad])
@@ -421,15 +478,24 @@ class Trainer(Evaluation, Saving):
         return cbs.history
 
     @staticmethod
-    def _fit_data(x: Any, y: Any, sample_weight: Any, batch_size: int,
-                  validation_split: float, validation_data: Any, shuffle: bool,
-                  seed: int | None) -> tuple:
+    def _fit_data(
+        x: Any,
+        y: Any,
+        sample_weight: Any,
+        batch_size: int,
+        validation_split: float,
+        validation_data: Any,
+        shuffle: bool,
+        seed: int | None,
+    ) -> tuple:
         """The training loader and the validation data (as given, or split off)."""
         if validation_data is None and validation_split:
             (x, y, sample_weight), validation_data = da.split_validation(
-                x, y, validation_split, sample_weight)
-        train = da.make_loader(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle,
-                               seed=seed)
+                x, y, validation_split, sample_weight
+            )
+        train = da.make_loader(
+            x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed
+        )
         return train, validation_data
 
     @staticmethod
@@ -438,14 +504,17 @@ class Trainer(Evaluation, Saving):
             return None
         if isinstance(validation_data, tuple):
             if len(validation_data) not in (2, 3):
-                raise ValueError("validation_data must be (x_val, y_val), (x_val, y_val, "
-                                 "val_sample_weight), a Dataset or a DataLoader; got a tuple "
-                                 f"of {len(validation_data)} items")
+                raise ValueError(
+                    "validation_data must be (x_val, y_val), (x_val, y_val, "
+                    "val_sample_weight), a Dataset or a DataLoader; got a tuple "
+                    f"of {len(validation_data)} items"
+                )
             return da.make_loader(*validation_data, batch_size=batch_size, caller="fit")
         return da.make_loader(validation_data, batch_size=batch_size, caller="fit")
 
-    def _fit_epochs(self, first: int, epochs: int, data: da.EpochIterator,
-                    validation: tuple, cbs: Any) -> dict:
+    def _fit_epochs(
+        self, first: int, epochs: int, data: da.EpochIterator, validation: tuple, cbs: Any
+    ) -> dict:
         state, logs = self._fit_state, {}
         val, validation_freq, validation_steps = validation
         for epoch in range(first, epochs):
@@ -515,8 +584,9 @@ class Trainer(Evaluation, Saving):
             if isinstance(cb, BackupAndRestore):
                 path = cb.save_now() or path
         interrupt.stopping()
-        raise interrupt.TrainingInterrupted(signum, state.epoch,
-                                            -1 if state.epoch_done else state.step, path)
+        raise interrupt.TrainingInterrupted(
+            signum, state.epoch, -1 if state.epoch_done else state.step, path
+        )
 
     def _stop_requested(self) -> bool:
         """``stop_training``; in a data-parallel run, True on all ranks if set on one."""

@@ -33,8 +33,7 @@ def test_nan_in_builtin_backward_names_op_and_user_line():
     x = nnkit.tensor([0.0, 4.0], requires_grad=True)
     with nnkit.detect_anomaly():
         y = x.sqrt()  # FORWARD-SQRT
-        with np.errstate(divide="ignore", invalid="ignore"), \
-                pytest.raises(RuntimeError) as info:
+        with np.errstate(divide="ignore", invalid="ignore"), pytest.raises(RuntimeError) as info:
             y.sum().backward()
     msg = str(info.value)
     assert "SqrtBackward" in msg and "nan or inf" in msg
@@ -55,7 +54,7 @@ def test_user_function_and_operator_call_site():
     msg = str(info.value)
     assert "InfGradBackward" in msg
     assert f"line {_line_of('FORWARD-USER')}" in msg
-    assert "apply" not in msg.splitlines()[-2]   # last frame shown is the user's, not nnkit's
+    assert "apply" not in msg.splitlines()[-2]  # last frame shown is the user's, not nnkit's
 
 
 def test_composed_op_reports_user_line():

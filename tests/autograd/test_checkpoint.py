@@ -14,15 +14,18 @@ from nnkit.autograd import checkpoint, checkpoint_sequential
 
 def _weights(n=3, width=8, seed=0):
     rng = np.random.default_rng(seed)
-    return [nnkit.tensor(rng.standard_normal((width, width)) * 0.4, dtype=nnkit.float32,
-                         requires_grad=True)
-            for _ in range(n)]
+    return [
+        nnkit.tensor(
+            rng.standard_normal((width, width)) * 0.4, dtype=nnkit.float32, requires_grad=True
+        )
+        for _ in range(n)
+    ]
 
 
 def _block(h, w, refs=None, p_keep=0.7):
     a = h @ w
     t = a.tanh()
-    mask = (nnkit.rand(*t.shape) < p_keep).float()   # dropout-like: draws random numbers
+    mask = (nnkit.rand(*t.shape) < p_keep).float()  # dropout-like: draws random numbers
     out = t * mask / p_keep
     if refs is not None:
         refs.extend(weakref.ref(v._impl.data) for v in (a, t, mask))
@@ -44,19 +47,21 @@ def _run(ws, x, use_ckpt, seed=7):
 
 def test_gradients_equal_plain_run_with_random_ops_inside():
     ws = _weights()
-    x = nnkit.tensor(np.random.default_rng(1).standard_normal((4, 8)), dtype=nnkit.float32,
-                     requires_grad=True)
+    x = nnkit.tensor(
+        np.random.default_rng(1).standard_normal((4, 8)), dtype=nnkit.float32, requires_grad=True
+    )
     plain = _run(ws, x, False)
     ckpt = _run(ws, x, True)
     assert plain[0] == ckpt[0]
     for a, b in zip(plain[1:], ckpt[1:]):
-        np.testing.assert_array_equal(a, b)   # the masks were redrawn identically
+        np.testing.assert_array_equal(a, b)  # the masks were redrawn identically
 
 
 def test_without_preserved_rng_state_masks_differ():
     ws = _weights(1)
-    x = nnkit.tensor(np.random.default_rng(1).standard_normal((16, 8)), dtype=nnkit.float32,
-                     requires_grad=True)
+    x = nnkit.tensor(
+        np.random.default_rng(1).standard_normal((16, 8)), dtype=nnkit.float32, requires_grad=True
+    )
     plain = _run(ws, x, False)
     nnkit.manual_seed(7)
     y = checkpoint(_block, x, ws[0], preserve_rng_state=False)
@@ -71,7 +76,7 @@ def test_forward_keeps_no_intermediate_arrays():
     refs = []
     y = _block(x, ws[0], refs)
     gc.collect()
-    assert sum(r() is not None for r in refs) >= 2   # the plain graph keeps them (tanh, mask)
+    assert sum(r() is not None for r in refs) >= 2  # the plain graph keeps them (tanh, mask)
 
     refs = []
     y = checkpoint(_block, x, ws[0], refs)
@@ -93,7 +98,7 @@ def test_recomputes_once_per_backward():
 
     x = nnkit.randn(2, 3, requires_grad=True)
     y = checkpoint(fn, x)
-    assert calls == [False]        # forward ran without recording
+    assert calls == [False]  # forward ran without recording
     y.sum().backward()
     assert calls == [False, True]  # recomputed with grad on
 

@@ -200,7 +200,7 @@ def test_non_leaf_grad_only_after_retain_grad(device):
 
 def test_autograd_grad_does_not_touch_dot_grad(device):
     x = nnkit.tensor([1.0, 2.0], device=device, requires_grad=True)
-    (g,) = nnkit.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    (g,) = nnkit.autograd.grad((x**3).sum(), x, create_graph=True)
     np.testing.assert_allclose(_np(g), 3 * _np(x) ** 2)
     assert x.grad is None
     (gg,) = nnkit.autograd.grad(g.sum(), x)
@@ -223,7 +223,7 @@ def test_grad_fn_name_and_next_functions(device):
     c = nnkit.ones(2, 4, device=device)  # a constant: no edge
     y = (x @ w + c).relu().sum()
     assert y.grad_fn.name() == "SumBackward"
-    (relu_fn, nr), = y.grad_fn.next_functions[:1]
+    ((relu_fn, nr),) = y.grad_fn.next_functions[:1]
     assert relu_fn.name() == "ReLUBackward" and nr == 0
     add_fn = relu_fn.next_functions[0][0]
     assert add_fn.name() == "AddBackward"
@@ -259,8 +259,9 @@ def _leaves(node):
 
 
 # ------------------------------------------------------------- broadcasting
-@pytest.mark.parametrize("sa,sb", [((3, 1), (1, 4)), ((2, 3), (3,)), ((), (2, 3)),
-                                   ((2, 1, 3), (4, 1))])
+@pytest.mark.parametrize(
+    "sa,sb", [((3, 1), (1, 4)), ((2, 3), (3,)), ((), (2, 3)), ((2, 1, 3), (4, 1))]
+)
 def test_broadcast_gradients_summed_to_input_shape(sa, sb, device):
     rng = np.random.default_rng(0)
     an, bn = rng.standard_normal(sa), rng.standard_normal(sb)
@@ -283,13 +284,21 @@ def _sum_to(arr, shape):
 # ------------------------------------------------------------- type promotion
 def test_float32_with_python_float_stays_float32(device):
     x = nnkit.ones(2, device=device, requires_grad=True)
-    for y in (x + 1.5, 1.5 * x, x / 3.0, x ** 2.0, 2.0 - x, nnkit.maximum(x, 0.5)):
+    for y in (x + 1.5, 1.5 * x, x / 3.0, x**2.0, 2.0 - x, nnkit.maximum(x, 0.5)):
         assert y.dtype == nnkit.float32
 
 
-@pytest.mark.parametrize("op", [lambda i: i + 1.5, lambda i: i * 1.5, lambda i: 1.5 - i,
-                                lambda i: i / 2, lambda i: i ** 0.5,
-                                lambda i: nnkit.where(i > 1, i, 0.5)])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda i: i + 1.5,
+        lambda i: i * 1.5,
+        lambda i: 1.5 - i,
+        lambda i: i / 2,
+        lambda i: i**0.5,
+        lambda i: nnkit.where(i > 1, i, 0.5),
+    ],
+)
 def test_int_tensor_with_python_float_gives_default_float(op, device):
     i = nnkit.tensor([1, 2, 3], device=device)
     assert i.dtype == nnkit.int64
@@ -311,10 +320,19 @@ def test_int_tensor_with_float_tensor_takes_the_float_dtype(device):
     assert f.grad.dtype == nnkit.float32 and f.grad.tolist() == [1.0, 2.0]
 
 
-@pytest.mark.parametrize("op", [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a / b,
-                                lambda a, b: b - a, lambda a, b: nnkit.maximum(a, b),
-                                lambda a, b: a ** b, lambda a, b: nnkit.cat([a, b]),
-                                lambda a, b: nnkit.where(a > 0, a, b)])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda a, b: a + b,
+        lambda a, b: a * b,
+        lambda a, b: a / b,
+        lambda a, b: b - a,
+        lambda a, b: nnkit.maximum(a, b),
+        lambda a, b: a**b,
+        lambda a, b: nnkit.cat([a, b]),
+        lambda a, b: nnkit.where(a > 0, a, b),
+    ],
+)
 def test_mixed_float_precision_promotes_and_casts_grads_back(op, device):
     a = nnkit.tensor([1.5, 2.0], dtype=nnkit.float32, device=device, requires_grad=True)
     b = nnkit.tensor([0.5, 3.0], dtype=nnkit.float64, device=device, requires_grad=True)
@@ -465,10 +483,15 @@ def test_detach_shares_memory_and_cuts_graph(device):
 
 
 # ------------------------------------------------------------- random seeds
-@pytest.mark.parametrize("draw", [lambda d: nnkit.rand(3, 2, device=d),
-                                  lambda d: nnkit.randn((4,), device=d),
-                                  lambda d: nnkit.randint(0, 10, (5,), device=d),
-                                  lambda d: nnkit.randperm(7, device=d)])
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda d: nnkit.rand(3, 2, device=d),
+        lambda d: nnkit.randn((4,), device=d),
+        lambda d: nnkit.randint(0, 10, (5,), device=d),
+        lambda d: nnkit.randperm(7, device=d),
+    ],
+)
 def test_manual_seed_reproducibility(draw, device):
     nnkit.manual_seed(123)
     a = draw(device).tolist()

@@ -10,9 +10,16 @@ import nnkit
 
 
 # ---------------------------------------------------------------- shapes
-@pytest.mark.parametrize("op,name", [(lambda a, b: a + b, "add"), (lambda a, b: a - b, "sub"),
-                                     (lambda a, b: a * b, "mul"), (lambda a, b: a / b, "div"),
-                                     (lambda a, b: nnkit.maximum(a, b), "maximum")])
+@pytest.mark.parametrize(
+    "op,name",
+    [
+        (lambda a, b: a + b, "add"),
+        (lambda a, b: a - b, "sub"),
+        (lambda a, b: a * b, "mul"),
+        (lambda a, b: a / b, "div"),
+        (lambda a, b: nnkit.maximum(a, b), "maximum"),
+    ],
+)
 def test_binary_shape_mismatch_names_op_and_shapes(op, name, device):
     a, b = nnkit.ones(2, 3, device=device), nnkit.ones(4, 5, device=device)
     with pytest.raises(nnkit.ShapeError) as info:
@@ -156,8 +163,12 @@ def test_bitwise_not_on_float(device):
 def test_cuda_without_cupy_or_gpu_is_a_clear_runtime_error():
     if nnkit.cuda.is_available():
         pytest.skip("a GPU is present")
-    for call in (lambda: nnkit.tensor([1.0], device="cuda"), lambda: nnkit.device("cuda:0"),
-                 lambda: nnkit.ones(2).to("cuda"), lambda: nnkit.zeros(2, device="cuda")):
+    for call in (
+        lambda: nnkit.tensor([1.0], device="cuda"),
+        lambda: nnkit.device("cuda:0"),
+        lambda: nnkit.ones(2).to("cuda"),
+        lambda: nnkit.zeros(2, device="cuda"),
+    ):
         with pytest.raises(RuntimeError) as info:
             call()
         msg = str(info.value)
@@ -207,8 +218,12 @@ def test_inplace_via_view_on_saved_tensor(device):
 
 def test_inplace_on_leaf_requiring_grad(device):
     x = nnkit.ones(3, device=device, requires_grad=True)
-    for op in (lambda: x.add_(1), lambda: x.mul_(2), lambda: x.zero_(),
-               lambda: x.__setitem__(0, 2.0)):
+    for op in (
+        lambda: x.add_(1),
+        lambda: x.mul_(2),
+        lambda: x.zero_(),
+        lambda: x.__setitem__(0, 2.0),
+    ):
         with pytest.raises(RuntimeError, match="leaf"):
             op()
     with nnkit.no_grad():

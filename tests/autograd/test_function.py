@@ -57,8 +57,11 @@ def test_needs_input_grad_and_none_gradients():
         @staticmethod
         def backward(ctx, g):
             seen.append(ctx.needs_input_grad)
-            return (g if ctx.needs_input_grad[0] else None,
-                    g if ctx.needs_input_grad[1] else None, None)
+            return (
+                g if ctx.needs_input_grad[0] else None,
+                g if ctx.needs_input_grad[1] else None,
+                None,
+            )
 
     a = nnkit.ones(2, requires_grad=True)
     b = nnkit.ones(2)
@@ -155,8 +158,11 @@ def test_wrong_number_of_gradients_names_function():
             return g, g
 
     x = nnkit.ones(3, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"TooMany.*incorrect number of gradients.*"
-                                           r"expected 1.*got 2"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"TooMany.*incorrect number of gradients.*"
+        r"expected 1.*got 2",
+    ):
         TooMany.apply(x).sum().backward()
 
 
@@ -168,7 +174,7 @@ def test_wrong_gradient_shape_names_function_and_input():
 
         @staticmethod
         def backward(ctx, g):
-            return g, g.sum(), None   # input 1 has shape (3,), gets ()
+            return g, g.sum(), None  # input 1 has shape (3,), gets ()
 
     x = nnkit.ones(3, requires_grad=True)
     y = nnkit.ones(3, requires_grad=True)

@@ -34,7 +34,7 @@ def test_to_dot_lists_ops_leaves_and_edges():
         assert name in dot
     assert r"w\n(3, 4)\nrequires_grad=True" in dot
     assert r"leaf\n(2, 3)\nrequires_grad=True" in dot
-    assert r"ReLUBackward\n(2, 4)" in dot      # a shape known from a saved output
+    assert r"ReLUBackward\n(2, 4)" in dot  # a shape known from a saved output
     ids = dict(re.findall(r'(n\d+) \[label="(\w+)', dot))
     edges = re.findall(r"(n\d+) -> (n\d+|out\d+);", dot)
     named = {(ids.get(a, a), ids.get(b, b)) for a, b in edges}
@@ -54,7 +54,7 @@ def test_to_dot_shared_nodes_appear_once_and_deep_graphs_work():
     z = x
     for _ in range(5000):
         z = z * 1.0
-    dot = to_dot(z)   # iterative traversal: no RecursionError
+    dot = to_dot(z)  # iterative traversal: no RecursionError
     assert dot.count("MulBackward") == 5000
 
 

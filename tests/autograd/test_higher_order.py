@@ -10,7 +10,7 @@ from nnkit.autograd import grad
 
 
 def _poly(x):
-    return x ** 4 + 2 * x ** 3 + x ** 2
+    return x**4 + 2 * x**3 + x**2
 
 
 def test_polynomial_derivatives_with_grad():
@@ -49,7 +49,7 @@ def test_mixed_partials_and_vector_inputs():
     y = nnkit.tensor([3.0, -1.0], dtype=nnkit.float64, requires_grad=True)
     f = (x * x * y).sum() + (x.sin() * y.exp()).sum()
     (gx,) = grad(f, x, create_graph=True)
-    (gxy,) = grad(gx.sum(), y)   # d/dy of df/dx = 2x + cos(x) e^y
+    (gxy,) = grad(gx.sum(), y)  # d/dy of df/dx = 2x + cos(x) e^y
     xv, yv = np.array([1.0, 2.0]), np.array([3.0, -1.0])
     np.testing.assert_allclose(gxy.numpy(), 2 * xv + np.cos(xv) * np.exp(yv), rtol=1e-12)
 
@@ -60,7 +60,7 @@ def test_third_derivative_of_tanh_and_exp():
     for _ in range(3):
         (g,) = grad(g.sum(), x, create_graph=True)
     t = np.tanh(np.array([0.3, -0.7]))
-    expected = -2 * (1 - t ** 2) * (1 - 3 * t ** 2) + 8 * np.exp(2 * np.array([0.3, -0.7]))
+    expected = -2 * (1 - t**2) * (1 - 3 * t**2) + 8 * np.exp(2 * np.array([0.3, -0.7]))
     np.testing.assert_allclose(g.detach().numpy(), expected, rtol=1e-10)
 
 

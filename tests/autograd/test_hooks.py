@@ -80,8 +80,7 @@ def test_retain_grad_sees_gradient_before_upstream_hooks_change():
     y.retain_grad()
     z = y.exp()
     z.sum().backward()
-    np.testing.assert_allclose(y.grad.numpy(), np.exp(2 * np.array([1.0, -2.0, 3.0])),
-                               rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), np.exp(2 * np.array([1.0, -2.0, 3.0])), rtol=1e-6)
 
 
 def test_register_hook_requires_grad():
@@ -92,13 +91,12 @@ def test_register_hook_requires_grad():
 def test_post_accumulate_grad_hook_runs_once_after_grad_update():
     x = _leaf()
     seen = []
-    handle = x.register_post_accumulate_grad_hook(
-        lambda t: seen.append(t.grad.numpy().copy()))
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.numpy().copy()))
     y = x * x
-    (y + y + x).sum().backward()   # three paths into x, one hook call
+    (y + y + x).sum().backward()  # three paths into x, one hook call
     assert len(seen) == 1
     np.testing.assert_allclose(seen[0], 4 * np.array([1.0, -2.0, 3.0]) + 1)
-    (x * 1).sum().backward()        # accumulates: hook sees the summed .grad
+    (x * 1).sum().backward()  # accumulates: hook sees the summed .grad
     assert len(seen) == 2
     np.testing.assert_allclose(seen[1], seen[0] + 1)
     handle.remove()

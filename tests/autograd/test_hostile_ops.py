@@ -20,13 +20,13 @@ INF = float("inf")
 
 def both(data, dtype=np.float32):
     array = np.asarray(data, dtype=dtype)
-    return (nnkit.tensor(array, requires_grad=True),
-            torch.tensor(array, requires_grad=True))
+    return (nnkit.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True))
 
 
 def assert_close(ours, theirs):
-    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6,
-                               atol=1e-7, equal_nan=True)
+    np.testing.assert_allclose(
+        ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6, atol=1e-7, equal_nan=True
+    )
 
 
 @pytest.mark.parametrize("how", ["cross_entropy", "nll_of_log_softmax", "masked_fill"])
@@ -54,17 +54,18 @@ def test_cross_entropy_with_minus_inf_logits_is_finite(how, dtype):
 
 
 def test_cross_entropy_with_a_masked_logit_passes_gradcheck():
-    x = nnkit.tensor(np.random.default_rng(0).normal(size=(4, 5)), dtype=nnkit.float64,
-                     requires_grad=True)
+    x = nnkit.tensor(
+        np.random.default_rng(0).normal(size=(4, 5)), dtype=nnkit.float64, requires_grad=True
+    )
     mask = nnkit.tensor(np.eye(4, 5, k=1, dtype=bool))
     target = nnkit.tensor([0, 1, 2, 3])
     assert nnkit.autograd.gradcheck(
-        lambda x: F.cross_entropy(x.masked_fill(mask, -INF), target), (x,))
+        lambda x: F.cross_entropy(x.masked_fill(mask, -INF), target), (x,)
+    )
 
 
 def test_integer_logits_are_refused():
-    with pytest.raises(TypeError, match="cross_entropy: expected floating-point logits, got "
-                                        "int64"):
+    with pytest.raises(TypeError, match="cross_entropy: expected floating-point logits, got int64"):
         F.cross_entropy(nnkit.tensor([[1, 2]]), nnkit.tensor([0]))
     with pytest.raises(RuntimeError):
         tF.cross_entropy(torch.tensor([[1, 2]]), torch.tensor([0]))
@@ -81,17 +82,19 @@ def test_out_of_range_indices_raise_naming_the_op(bad):
         "index_add": lambda i: nnkit.index_add(x, 1, nnkit.tensor([i, 1]), src),
     }
     for op, call in cases.items():
-        with pytest.raises(IndexError, match=rf"{op}: index {bad} is out of bounds for "
-                                             r"dimension \d with size 2 \(valid indices: 0 "
-                                             "to 1\\)"):
+        with pytest.raises(
+            IndexError,
+            match=rf"{op}: index {bad} is out of bounds for "
+            r"dimension \d with size 2 \(valid indices: 0 "
+            "to 1\\)",
+        ):
             call(bad)
     with pytest.raises((IndexError, RuntimeError)):
         torch.tensor([[1.0, 2.0]]).gather(1, torch.tensor([[bad, 0]]))
 
 
 def test_where_needs_a_boolean_condition():
-    with pytest.raises(TypeError, match="where: condition must be a boolean tensor, got "
-                                        "float32"):
+    with pytest.raises(TypeError, match="where: condition must be a boolean tensor, got float32"):
         nnkit.where(nnkit.tensor([1.0, 0.0]), nnkit.tensor([1.0, 2.0]), nnkit.tensor([3.0, 4.0]))
     with pytest.raises(RuntimeError):
         torch.where(torch.tensor([1.0, 0.0]), torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0]))
@@ -106,8 +109,7 @@ def test_transpose_of_a_0d_tensor():
         torch.tensor(3.0).transpose(0, 1)
 
 
-@pytest.mark.parametrize("data", [[INF, 1.0], [1.0, INF], [-INF, -INF], [-INF, 1.0],
-                                  [np.nan, 1.0]])
+@pytest.mark.parametrize("data", [[INF, 1.0], [1.0, INF], [-INF, -INF], [-INF, 1.0], [np.nan, 1.0]])
 def test_softmax_and_log_softmax_of_infinities(data):
     a, b = both(data)
     assert_close(F.softmax(a, 0), torch.softmax(b, 0))

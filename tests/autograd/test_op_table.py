@@ -30,8 +30,9 @@ try:
 except ImportError:  # the nn table is optional until the layers land
     NN_OPS = []
 
-ALL_OPS: list[OpSpec] = (CORE_OPS + REDUCE_OPS + DISCRETE_OPS + NN_OPS + ORDERING_OPS
-                         + SHAPING_OPS + SPECIAL_OPS)
+ALL_OPS: list[OpSpec] = (
+    CORE_OPS + REDUCE_OPS + DISCRETE_OPS + NN_OPS + ORDERING_OPS + SHAPING_OPS + SPECIAL_OPS
+)
 
 
 def _params(kind):
@@ -65,8 +66,9 @@ def _layout(arr: np.ndarray, layout: str, device, dtype):
         wide = np.repeat(arr, 2, axis=-1)
         return nnkit.tensor(wide, dtype=dtype, device=device)[..., ::2]
     if layout == "transposed" and arr.ndim >= 2:
-        return nnkit.tensor(np.ascontiguousarray(np.swapaxes(arr, -1, -2)), dtype=dtype,
-                            device=device).transpose(-1, -2)
+        return nnkit.tensor(
+            np.ascontiguousarray(np.swapaxes(arr, -1, -2)), dtype=dtype, device=device
+        ).transpose(-1, -2)
     return nnkit.tensor(arr, dtype=dtype, device=device)
 
 
@@ -76,8 +78,11 @@ def _make_args(sample: Sample, device, float_dtype, layout="contig", grad=True):
     for k, a in enumerate(sample.args):
         if isinstance(a, np.ndarray):
             dt = float_dtype if a.dtype.kind == "f" else None
-            t = _layout(a, layout, device, dt) if a.dtype.kind == "f" else nnkit.tensor(
-                a, device=device)
+            t = (
+                _layout(a, layout, device, dt)
+                if a.dtype.kind == "f"
+                else nnkit.tensor(a, device=device)
+            )
             if grad and k in diff:
                 t.requires_grad_(True)
             args.append(t)
@@ -133,6 +138,7 @@ def test_forward_float32_keeps_dtype(spec, sample, device):
 
 def _checked_fn(spec, sample):
     """The op as a function of its arguments; random ops reseed so every call agrees."""
+
     def fn(*a):
         if spec.random:
             nnkit.manual_seed(7)
@@ -148,8 +154,8 @@ def test_gradcheck(spec, sample, layout, device):
         pytest.skip("sample opts out of non-contiguous layouts")
     args = _make_args(sample, device, nnkit.float64, layout)
     if layout != "contig" and not any(
-            isinstance(a, nnkit.Tensor) and a.requires_grad and not a.is_contiguous()
-            for a in args):
+        isinstance(a, nnkit.Tensor) and a.requires_grad and not a.is_contiguous() for a in args
+    ):
         pytest.skip("no input of this sample has a non-contiguous form in this layout")
     fn = _checked_fn(spec, sample)
     assert gradcheck(fn, tuple(args), atol=spec.grad_atol, rtol=spec.grad_rtol)
@@ -169,5 +175,5 @@ def test_gradgradcheck(spec, sample, layout, device):
 def test_nondifferentiable_has_no_grad_fn(spec, sample, device):
     args = _make_args(sample, device, nnkit.float64)
     out = _call(spec, sample, args)
-    for o in (out if isinstance(out, (tuple, list)) else [out]):
+    for o in out if isinstance(out, (tuple, list)) else [out]:
         assert o.grad_fn is None and not o.requires_grad

@@ -71,22 +71,29 @@ def check(fn, *arrays, grad=True, gradgrad=False, idx_check=True):
     if gradgrad:
         so = sum((g * g).sum() for g in go if g is not None)
         st = sum((g * g).sum() for g in gt if g is not None)
-        for a, b in zip(nnkit.autograd.grad(so, xo, allow_unused=True),
-                        torch.autograd.grad(st, xt, allow_unused=True)):
-            np.testing.assert_allclose(_np(a) if a is not None else 0.0,
-                                       _np(b) if b is not None else 0.0, rtol=1e-8, atol=1e-10)
+        for a, b in zip(
+            nnkit.autograd.grad(so, xo, allow_unused=True),
+            torch.autograd.grad(st, xt, allow_unused=True),
+        ):
+            np.testing.assert_allclose(
+                _np(a) if a is not None else 0.0,
+                _np(b) if b is not None else 0.0,
+                rtol=1e-8,
+                atol=1e-10,
+            )
 
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((3, 5))
-TIES = np.array([[3., 1., 3., 2., 1., 2., 5.], [0., 0., 4., 4., 4., 0., 1.]])
+TIES = np.array([[3.0, 1.0, 3.0, 2.0, 1.0, 2.0, 5.0], [0.0, 0.0, 4.0, 4.0, 4.0, 0.0, 1.0]])
 
 
 # ---------------------------------------------------------------- scans
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_cumsum_cumprod_logcumsumexp(dim):
-    check(lambda L, x: (L.cumsum(x, dim), L.cumprod(x, dim), L.logcumsumexp(x, dim)), X,
-          gradgrad=True)
+    check(
+        lambda L, x: (L.cumsum(x, dim), L.cumprod(x, dim), L.logcumsumexp(x, dim)), X, gradgrad=True
+    )
 
 
 def test_cumprod_with_zeros_gradients():
@@ -115,7 +122,7 @@ def test_logcumsumexp_extremes():
 
 @pytest.mark.parametrize("op", ["cummax", "cummin"])
 def test_cummax_cummin(op):
-    x = np.array([1., 3., 3., 2., NAN, 5., NAN, 1.])
+    x = np.array([1.0, 3.0, 3.0, 2.0, NAN, 5.0, NAN, 1.0])
     check(lambda L, x: getattr(L, op)(x, 0), x)
     check(lambda L, x: getattr(x, op)(1), TIES)
     check(lambda L, x: getattr(x, op)(-2), X)
@@ -127,21 +134,27 @@ def test_cummax_cummin(op):
 # ---------------------------------------------------------------- sorting
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_argsort(descending):
-    x = np.array([[1., 3., 3., NAN, 2., -1., 3.], [0., -0., 2., 2., NAN, NAN, 1.]])
+    x = np.array([[1.0, 3.0, 3.0, NAN, 2.0, -1.0, 3.0], [0.0, -0.0, 2.0, 2.0, NAN, NAN, 1.0]])
     check(lambda L, x: L.sort(x, dim=1, descending=descending, stable=True), x)
     check(lambda L, x: x.sort(dim=0, descending=descending, stable=True), TIES.T.copy())
     check(lambda L, x: L.argsort(x, dim=-1, descending=descending, stable=True), x)
     check(lambda L, x: x.sort(descending=descending), X)
     check(lambda L, x: x.sort(0), np.array(4.0))
     check(lambda L, x: x.sort(1), np.zeros((2, 0)))
-    check(lambda L, x: x.sort(dim=1, descending=descending, stable=True),
-          np.array([[3, 1, 3, 0, -2 ** 63]], dtype=np.int64), grad=False)
-    check(lambda L, x: x.sort(dim=0, descending=descending, stable=True),
-          np.array([True, False, True, False]), grad=False)
+    check(
+        lambda L, x: x.sort(dim=1, descending=descending, stable=True),
+        np.array([[3, 1, 3, 0, -(2**63)]], dtype=np.int64),
+        grad=False,
+    )
+    check(
+        lambda L, x: x.sort(dim=0, descending=descending, stable=True),
+        np.array([True, False, True, False]),
+        grad=False,
+    )
 
 
 def test_topk():
-    check(lambda L, x: x.topk(3), np.array([1., 3., 3., NAN, 2.]))
+    check(lambda L, x: x.topk(3), np.array([1.0, 3.0, 3.0, NAN, 2.0]))
     check(lambda L, x: L.topk(x, 2, dim=0), X)
     check(lambda L, x: x.topk(3, 1, largest=False), X)
     check(lambda L, x: x.topk(0, 1), X)
@@ -154,7 +167,9 @@ def test_kthvalue_median_mode():
     check(lambda L, x: L.kthvalue(x, 3, 0, keepdim=True), X)
     check(lambda L, x: x.kthvalue(1, 0), np.array(3.0))
     check(lambda L, x: (x.median(1), x.median(0, keepdim=True), x.median()), X)
-    check(lambda L, x: x.median(-1), np.array([[2., 1., NAN, 2., 0.], [1., 2., 3., 4., 5.]]))
+    check(
+        lambda L, x: x.median(-1), np.array([[2.0, 1.0, NAN, 2.0, 0.0], [1.0, 2.0, 3.0, 4.0, 5.0]])
+    )
     check(lambda L, x: x.median(0), np.array(1.0))
     check(lambda L, x: x.median(0), np.zeros((0, 3)).T.copy())
     check(lambda L, x: x.mode(1), TIES)
@@ -164,23 +179,26 @@ def test_kthvalue_median_mode():
 
 
 def test_median_all_shares_gradient_between_ties_and_nans():
-    check(lambda L, x: x.median(), np.array([1., 1., 2., 1.]))
-    check(lambda L, x: x.median(), np.array([[1., NAN], [2., NAN]]))
+    check(lambda L, x: x.median(), np.array([1.0, 1.0, 2.0, 1.0]))
+    check(lambda L, x: x.median(), np.array([[1.0, NAN], [2.0, NAN]]))
     check(lambda L, x: x.median(), np.array(3.0))
     check(lambda L, x: x.median(), np.zeros(0), grad=False)
     check(lambda L, x: x.median(), np.array([5, 1, 3, 2]))
 
 
 def test_nanmedian():
-    x = np.array([[2., NAN, 1., 2., 0.], [NAN, 1., 2., 3., 4.], [1., 1., 1., NAN, NAN]])
+    x = np.array([[2.0, NAN, 1.0, 2.0, 0.0], [NAN, 1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, NAN, NAN]])
     check(lambda L, x: (x.nanmedian(1), L.nanmedian(x, 0, keepdim=True), x.nanmedian()), x)
     check(lambda L, x: x.nanmedian(), np.array([[NAN, NAN], [NAN, NAN]]))
     check(lambda L, x: (x.nanmedian(), x.nanmedian(0)), np.array(2.0))
     check(lambda L, x: (x.nanmedian(1), x.nanmedian()), np.array([[3, 1, 2, 2]]))
     # an all-NaN slice: NaN as torch; torch's index there (and so where the gradient
     # goes) is unspecified: nnkit's is the first NaN's
-    check(lambda L, x: x.nanmedian(1).values, np.array([[NAN, NAN, NAN, NAN], [1, 2, 3, 4]]),
-          grad=False)
+    check(
+        lambda L, x: x.nanmedian(1).values,
+        np.array([[NAN, NAN, NAN, NAN], [1, 2, 3, 4]]),
+        grad=False,
+    )
 
 
 # ---------------------------------------------------------------- reductions
@@ -207,11 +225,10 @@ def test_prod():
     check(lambda L, x: (x.prod(), L.prod(x, dtype=L.float64)), np.array([True, False]))
 
 
-@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint",
-                                           "nearest"])
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
 @pytest.mark.parametrize("op", ["quantile", "nanquantile"])
 def test_quantile(op, interpolation):
-    x = np.array([[1., 3., 3., NAN, 2., -1., 3.], [0., 5., 2., 2., 4., 7., 1.]])
+    x = np.array([[1.0, 3.0, 3.0, NAN, 2.0, -1.0, 3.0], [0.0, 5.0, 2.0, 2.0, 4.0, 7.0, 1.0]])
     q = np.array([0.0, 0.25, 0.5, 0.9, 1.0])
     kw = {"interpolation": interpolation}
     check(lambda L, x, q: getattr(x, op)(q, 1, **kw), x, q)
@@ -231,20 +248,23 @@ def test_var_mean_std_mean(f):
 
 
 # ---------------------------------------------------------------- errors
-@pytest.mark.parametrize("call,match", [
-    (lambda x: x.topk(6), "topk.*k"),
-    (lambda x: x.kthvalue(0), "kthvalue.*k"),
-    (lambda x: x.sort(2), "sort.*dim"),
-    (lambda x: x.cumsum(-3), "cumsum.*dim"),
-    (lambda x: x.quantile(1.5), "quantile.*q"),
-    (lambda x: x.quantile(0.5, interpolation="cubic"), "quantile.*interpolation"),
-    (lambda x: x.long().quantile(0.5), "quantile.*input"),
-    (lambda x: x[:, :0].median(1), "median.*dim"),
-    (lambda x: x[:, :0].mode(1), "mode.*dim"),
-    (lambda x: x.long().nanmean(), "nanmean.*dtype"),
-    (lambda x: x.long().logcumsumexp(0), "logcumsumexp.*floating"),
-    (lambda x: x[:, :0].nanmedian(1), "nanmedian.*dim"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda x: x.topk(6), "topk.*k"),
+        (lambda x: x.kthvalue(0), "kthvalue.*k"),
+        (lambda x: x.sort(2), "sort.*dim"),
+        (lambda x: x.cumsum(-3), "cumsum.*dim"),
+        (lambda x: x.quantile(1.5), "quantile.*q"),
+        (lambda x: x.quantile(0.5, interpolation="cubic"), "quantile.*interpolation"),
+        (lambda x: x.long().quantile(0.5), "quantile.*input"),
+        (lambda x: x[:, :0].median(1), "median.*dim"),
+        (lambda x: x[:, :0].mode(1), "mode.*dim"),
+        (lambda x: x.long().nanmean(), "nanmean.*dtype"),
+        (lambda x: x.long().logcumsumexp(0), "logcumsumexp.*floating"),
+        (lambda x: x[:, :0].nanmedian(1), "nanmedian.*dim"),
+    ],
+)
 def test_errors_name_the_op_and_argument(call, match):
     x = nnkit.tensor(X)
     with pytest.raises((RuntimeError, IndexError, ValueError, TypeError), match=match):

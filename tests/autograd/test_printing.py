@@ -43,21 +43,24 @@ def test_2d_int(device):
 
 def test_2d_columns_right_aligned():
     t = nnkit.tensor([[1.5, -2.25, 3.0], [4.0, 5.0, 600.0]])
-    assert str(t) == ("[[  1.5000,  -2.2500,   3.0000],\n"
-                      " [  4.0000,   5.0000, 600.0000]]\n" + _footer([2, 3]))
+    assert str(t) == (
+        "[[  1.5000,  -2.2500,   3.0000],\n [  4.0000,   5.0000, 600.0000]]\n" + _footer([2, 3])
+    )
 
 
 def test_3d():
     t = nnkit.arange(12).reshape(2, 3, 2)
-    assert str(t) == ("(0,.,.) = \n"
-                      "[[ 0,  1],\n"
-                      " [ 2,  3],\n"
-                      " [ 4,  5]]\n"
-                      "\n"
-                      "(1,.,.) = \n"
-                      "[[ 6,  7],\n"
-                      " [ 8,  9],\n"
-                      " [10, 11]]\n" + _footer([2, 3, 2], "int64"))
+    assert str(t) == (
+        "(0,.,.) = \n"
+        "[[ 0,  1],\n"
+        " [ 2,  3],\n"
+        " [ 4,  5]]\n"
+        "\n"
+        "(1,.,.) = \n"
+        "[[ 6,  7],\n"
+        " [ 8,  9],\n"
+        " [10, 11]]\n" + _footer([2, 3, 2], "int64")
+    )
 
 
 def test_4d_slices_in_memory_order(device):
@@ -66,13 +69,15 @@ def test_4d_slices_in_memory_order(device):
     for i in range(2):
         for j in range(3):
             base = 18 * i + 6 * j
-            rows = [", ".join(f"{float(base + 3 * r + c):4.1f}" for c in range(3))
-                    for r in range(2)]
+            rows = [
+                ", ".join(f"{float(base + 3 * r + c):4.1f}" for c in range(3)) for r in range(2)
+            ]
             blocks.append(f"({i},{j},.,.) = \n[[{rows[0]}],\n [{rows[1]}]]")
     expected = "\n\n".join(blocks) + "\n" + _footer([2, 3, 2, 3], device=device)
     assert str(t) == expected
-    assert str(t).startswith("(0,0,.,.) = \n[[ 0.0,  1.0,  2.0],\n [ 3.0,  4.0,  5.0]]\n\n"
-                             "(0,1,.,.) = \n")
+    assert str(t).startswith(
+        "(0,0,.,.) = \n[[ 0.0,  1.0,  2.0],\n [ 3.0,  4.0,  5.0]]\n\n(0,1,.,.) = \n"
+    )
     assert "(1,0,.,.) = " in str(t)
 
 
@@ -86,15 +91,18 @@ def test_footer_requires_grad_and_grad_fn(device):
 
 def test_bool_and_float64(device):
     assert str(nnkit.tensor([True, False], device=device)) == (
-        "[ True, False]\n" + _footer([2], "bool", device))
+        "[ True, False]\n" + _footer([2], "bool", device)
+    )
     assert str(nnkit.tensor([0.5, 0.25], dtype=nnkit.float64, device=device)) == (
-        "[0.5000, 0.2500]\n" + _footer([2], "float64", device))
+        "[0.5000, 0.2500]\n" + _footer([2], "float64", device)
+    )
 
 
 def test_scientific_and_special_values():
     assert str(nnkit.tensor([1e-9, 1.0])).splitlines()[0] == "[1.0000e-09, 1.0000e+00]"
     assert str(nnkit.tensor([float("nan"), 1.5, float("-inf")])).splitlines()[0] == (
-        "[   nan, 1.5000,   -inf]")
+        "[   nan, 1.5000,   -inf]"
+    )
 
 
 def test_empty():
@@ -141,10 +149,10 @@ def test_repr_compact_forms():
     x = nnkit.tensor([1.0], requires_grad=True)
     assert repr(x) == "tensor([1.0], requires_grad=True)"
     assert repr(x * 2) == "tensor([2.0], grad_fn=<MulBackward>)"
-    assert repr(nnkit.tensor([1.0], dtype=nnkit.float64)) == (
-        "tensor([1.0], dtype=nnkit.float64)")
+    assert repr(nnkit.tensor([1.0], dtype=nnkit.float64)) == ("tensor([1.0], dtype=nnkit.float64)")
     assert repr(nnkit.arange(4).reshape(1, 2, 2)) == (
-        "tensor(shape=[1, 2, 2],\n(0,.,.) = \n[[0, 1],\n [2, 3]])")
+        "tensor(shape=[1, 2, 2],\n(0,.,.) = \n[[0, 1],\n [2, 3]])"
+    )
 
 
 def test_format_spec_on_0d():

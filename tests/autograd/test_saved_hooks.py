@@ -34,7 +34,7 @@ def _grads(hooks=None, create_graph=False):
     gx, gw = grad(loss, [x, w], create_graph=create_graph)
     if not create_graph:
         return [gx.numpy(), gw.numpy()]
-    (hx,) = grad((gw * gw).sum(), x)   # double backward through the saved tensors
+    (hx,) = grad((gw * gw).sum(), x)  # double backward through the saved tensors
     return [gx.detach().numpy(), gw.detach().numpy(), hx.numpy()]
 
 
@@ -58,7 +58,7 @@ def test_every_saved_tensor_goes_through_pack_and_unpack():
     outside = []
     with saved_tensors_hooks(lambda t: outside.append(1) or t, lambda t: t):
         pass
-    (x * w.sum()).sum()   # after the scope: no packing
+    (x * w.sum()).sum()  # after the scope: no packing
     assert outside == []
 
 
@@ -71,7 +71,7 @@ def test_pack_to_float16_gives_close_gradients():
 
 
 def test_pack_to_disk_gives_same_gradients(tmp_path):
-    counter = iter(range(10 ** 6))
+    counter = iter(range(10**6))
     files = []
 
     def pack(t):
@@ -96,7 +96,7 @@ def test_double_backward_through_packed_tensors(mode, tmp_path):
         hooks = (lambda t: t.to(nnkit.float16), lambda t: t.to(nnkit.float64))
         tol = 3e-2
     else:
-        counter = iter(range(10 ** 6))
+        counter = iter(range(10**6))
 
         def pack(t):
             path = os.path.join(tmp_path, f"s{next(counter)}.npy")

@@ -72,8 +72,10 @@ CASES = {
     "baddbmm": (lambda L, c, a, b: c.baddbmm(a, b, beta=2), [(1, 4), (2, 3, 5), (2, 5, 4)]),
     "vdot": (lambda L, a, b: a.vdot(b), [(4,), (4,)]),
     "tensordot": (lambda L, a, b: L.tensordot(a, b), [(2, 3, 4), (3, 4, 5)]),
-    "tensordot_lists": (lambda L, a, b: L.tensordot(a, b, dims=([0, 2], [2, 1])),
-                        [(2, 3, 4), (5, 4, 2)]),
+    "tensordot_lists": (
+        lambda L, a, b: L.tensordot(a, b, dims=([0, 2], [2, 1])),
+        [(2, 3, 4), (5, 4, 2)],
+    ),
     "tensordot_0": (lambda L, a, b: L.tensordot(a, b, 0), [(2,), (3,)]),
     "kron": (lambda L, a, b: a.kron(b), [(2, 3), (3, 2)]),
     "kron_mixed": (lambda L, a, b: L.kron(a, b), [(2,), (2, 1, 3)]),
@@ -85,15 +87,16 @@ CASES = {
     "einsum_list": (lambda L, a, b: L.einsum("i j , j ->i", [a, b]), [(2, 3), (3,)]),
     "einsum_diag": (lambda L, a: L.einsum("iji->j", a), [(3, 2, 3)]),
     "einsum_trace": (lambda L, a: L.einsum("ii", a), [(4, 4)]),
-    "einsum_ell": (lambda L, a, b: L.einsum("...ij,...jk->...ik", a, b), [(2, 1, 2, 3),
-                                                                          (3, 3, 4)]),
+    "einsum_ell": (lambda L, a, b: L.einsum("...ij,...jk->...ik", a, b), [(2, 1, 2, 3), (3, 3, 4)]),
     "einsum_ell_mid": (lambda L, a: L.einsum("i...j->j...i", a), [(2, 3, 4, 5)]),
     "einsum_ell_impl": (lambda L, a, b: L.einsum("...i,i", a, b), [(2, 3, 4), (4,)]),
     "einsum_ell_sum": (lambda L, a: L.einsum("...ij->ij", a), [(2, 3, 4)]),
     "einsum_bcast1": (lambda L, a, b: L.einsum("bi,bj->bij", a, b), [(1, 3), (4, 2)]),
     "einsum_sum1": (lambda L, a, b: L.einsum("ij,ij->", a, b), [(1, 3), (4, 3)]),
-    "einsum_four": (lambda L, a, b, c, d: L.einsum("ab,bc,cd,d->a", a, b, c, d),
-                    [(2, 3), (3, 4), (4, 5), (5,)]),
+    "einsum_four": (
+        lambda L, a, b, c, d: L.einsum("ab,bc,cd,d->a", a, b, c, d),
+        [(2, 3), (3, 4), (4, 5), (5,)],
+    ),
     "einsum_unused": (lambda L, a, b: L.einsum("ij,kl->jk", a, b), [(2, 3), (4, 5)]),
     "einsum_scalar": (lambda L, a, b: L.einsum(",ij->ji", a, b), [(), (2, 3)]),
     "einsum_empty": (lambda L, a, b: L.einsum("ij,jk->ik", a, b), [(2, 0), (0, 3)]),
@@ -178,8 +181,10 @@ def test_meshgrid_outputs_are_views():
     gx, gy = nnkit.meshgrid(x, y, indexing="ij")
     assert gx.untyped_storage() is x.untyped_storage()
     assert gy.untyped_storage() is y.untyped_storage()
-    assert gx.stride() == torch.meshgrid(torch.arange(3.0), torch.arange(2.0),
-                                         indexing="ij")[0].stride()
+    assert (
+        gx.stride()
+        == torch.meshgrid(torch.arange(3.0), torch.arange(2.0), indexing="ij")[0].stride()
+    )
 
 
 @pytest.mark.parametrize("args", [(3, 4), (4, 3, -1), (3, 3, 1), (0, 2), (2, 5, -4), (1, 1)])
@@ -194,9 +199,15 @@ def test_tri_indices_match_torch(args):
 
 def test_integer_inputs_keep_dtypes():
     a = np.arange(9).reshape(3, 3)
-    for fn in (lambda L, x: x.trace(), lambda L, x: x.diagonal(), lambda L, x: x.rot90(),
-               lambda L, x: L.einsum("ij,jk->ik", x, x), lambda L, x: L.kron(x, x),
-               lambda L, x: x.diag_embed(), lambda L, x: x.roll(1)):
+    for fn in (
+        lambda L, x: x.trace(),
+        lambda L, x: x.diagonal(),
+        lambda L, x: x.rot90(),
+        lambda L, x: L.einsum("ij,jk->ik", x, x),
+        lambda L, x: L.kron(x, x),
+        lambda L, x: x.diag_embed(),
+        lambda L, x: x.roll(1),
+    ):
         got, want = fn(nnkit, nnkit.tensor(a)), fn(torch, torch.tensor(a))
         assert got.dtype.name == str(want.dtype).replace("torch.", "")
         np.testing.assert_array_equal(got.numpy(), want.numpy())
@@ -214,11 +225,34 @@ def test_torch_signatures_and_tensor_methods():
     assert nnkit.diag(x, diagonal=-1).shape == (1,)
     assert nnkit.addmm(nnkit.zeros(2, 2), x, x.t(), beta=0, alpha=1).shape == (2, 2)
     assert nnkit.cross(nnkit.ones(3), nnkit.ones(3)).shape == (3,)
-    for name in ("hstack", "vstack", "dstack", "meshgrid", "einsum", "tril_indices",
-                 "triu_indices", "tensordot"):
+    for name in (
+        "hstack",
+        "vstack",
+        "dstack",
+        "meshgrid",
+        "einsum",
+        "tril_indices",
+        "triu_indices",
+        "tensordot",
+    ):
         assert not hasattr(nnkit.Tensor, name) and hasattr(nnkit, name)
-    for name in ("t", "narrow", "select", "roll", "tile", "rot90", "diag", "diagonal",
-                 "diag_embed", "trace", "addmm", "kron", "cross", "vdot", "moveaxis"):
+    for name in (
+        "t",
+        "narrow",
+        "select",
+        "roll",
+        "tile",
+        "rot90",
+        "diag",
+        "diagonal",
+        "diag_embed",
+        "trace",
+        "addmm",
+        "kron",
+        "cross",
+        "vdot",
+        "moveaxis",
+    ):
         assert hasattr(nnkit.Tensor, name) and hasattr(nnkit, name)
 
 
@@ -259,21 +293,23 @@ ERRORS = [
     (lambda: nnkit.ones(2, 3).mv(nnkit.ones(3, dtype=nnkit.float64)), TypeError, "mv"),
     (lambda: nnkit.ones(2).addmv(nnkit.ones(2, 3), nnkit.ones(2)), RuntimeError, "mv"),
     (lambda: nnkit.ones(2).addmm(nnkit.ones(2, 3), nnkit.ones(2, 2)), RuntimeError, "addmm"),
-    (lambda: nnkit.ones(2).baddbmm(nnkit.ones(1, 2, 3), nnkit.ones(1, 2, 2)), RuntimeError,
-     "baddbmm"),
+    (
+        lambda: nnkit.ones(2).baddbmm(nnkit.ones(1, 2, 3), nnkit.ones(1, 2, 2)),
+        RuntimeError,
+        "baddbmm",
+    ),
     (lambda: nnkit.ones(2, 3).mv(nnkit.ones(3, 1)), RuntimeError, "mv"),
-    (lambda: nnkit.ones(2, 2, 2).addmm(nnkit.ones(2, 2), nnkit.ones(2, 2)), RuntimeError,
-     "addmm"),
-    (lambda: nnkit.ones(2).addmm(nnkit.ones(2, 2, 2), nnkit.ones(2, 2)), RuntimeError,
-     "addmm"),
-    (lambda: nnkit.ones(2).baddbmm(nnkit.ones(2, 2, 2), nnkit.ones(3, 2, 2)), RuntimeError,
-     "baddbmm"),
+    (lambda: nnkit.ones(2, 2, 2).addmm(nnkit.ones(2, 2), nnkit.ones(2, 2)), RuntimeError, "addmm"),
+    (lambda: nnkit.ones(2).addmm(nnkit.ones(2, 2, 2), nnkit.ones(2, 2)), RuntimeError, "addmm"),
+    (
+        lambda: nnkit.ones(2).baddbmm(nnkit.ones(2, 2, 2), nnkit.ones(3, 2, 2)),
+        RuntimeError,
+        "baddbmm",
+    ),
     (lambda: nnkit.ones(3).vdot(nnkit.ones(4)), RuntimeError, "vdot"),
     (lambda: nnkit.ones(3).vdot(nnkit.ones(3, dtype=nnkit.float64)), TypeError, "vdot"),
-    (lambda: nnkit.tensordot(nnkit.ones(2, 3), nnkit.ones(2, 3), 1), RuntimeError,
-     "tensordot"),
-    (lambda: nnkit.tensordot(nnkit.ones(2, 3), nnkit.ones(2, 3), -1), RuntimeError,
-     "tensordot"),
+    (lambda: nnkit.tensordot(nnkit.ones(2, 3), nnkit.ones(2, 3), 1), RuntimeError, "tensordot"),
+    (lambda: nnkit.tensordot(nnkit.ones(2, 3), nnkit.ones(2, 3), -1), RuntimeError, "tensordot"),
     (lambda: nnkit.ones(2, 4).cross(nnkit.ones(2, 4), dim=1), RuntimeError, "cross"),
     (lambda: nnkit.ones(2, 4).cross(nnkit.ones(2, 4)), RuntimeError, "cross"),
     (lambda: nnkit.einsum("ij,jk", nnkit.ones(2, 3)), ValueError, "einsum"),
@@ -282,11 +318,13 @@ ERRORS = [
     (lambda: nnkit.einsum("i1", nnkit.ones(2, 3)), ValueError, "einsum"),
     (lambda: nnkit.einsum("ijk", nnkit.ones(2, 3)), RuntimeError, "einsum"),
     (lambda: nnkit.einsum("ii", nnkit.ones(2, 3)), RuntimeError, "einsum"),
-    (lambda: nnkit.einsum("ij,jk", nnkit.ones(2, 3), nnkit.ones(4, 2)), RuntimeError,
-     "einsum"),
+    (lambda: nnkit.einsum("ij,jk", nnkit.ones(2, 3), nnkit.ones(4, 2)), RuntimeError, "einsum"),
     (lambda: nnkit.einsum("i..j", nnkit.ones(2, 3)), ValueError, "einsum"),
-    (lambda: nnkit.einsum("i,i", nnkit.ones(2), nnkit.ones(2, dtype=nnkit.float64)), TypeError,
-     "einsum"),
+    (
+        lambda: nnkit.einsum("i,i", nnkit.ones(2), nnkit.ones(2, dtype=nnkit.float64)),
+        TypeError,
+        "einsum",
+    ),
 ]
 
 

@@ -57,37 +57,66 @@ UNARY = {
     "asinh": (nnkit.asinh, torch.asinh, A([-INF, -1e6, -2, -0.0, 0.5, 3, INF, NAN])),
     "acosh": (nnkit.acosh, torch.acosh, A([0.5, 1, 1.0001, 2, 10, 1e6, INF, NAN])),
     "atanh": (nnkit.atanh, torch.atanh, A([-1.5, -1, -0.9, 0, 0.5, 0.999, 1, NAN])),
-    "erfc": (nnkit.erfc, torch.erfc,
-             A([-INF, -5, -1, -0.3, 0, 0.5, 1, 3, 8, 9.5, 26, 30, INF, NAN])),
-    "erfinv": (nnkit.erfinv, torch.erfinv,
-               A([-1, -0.999999, -0.5, 0, 1e-10, 0.3, 0.9, 0.999, 1, 1.2, NAN])),
-    "lgamma": (nnkit.lgamma, torch.lgamma,
-               A([-INF, -2.5, -2, -1, -0.5, 0, 1e-8, 0.5, 1, 2, 3.7, 30, 1e10, INF, NAN])),
-    "digamma": (nnkit.digamma, torch.digamma,
-                A([-2.5, -1.5, -0.3, -0.0, 0, 1e-8, 0.5, 1, 1.4616, 2, 10, 1e6, INF, NAN])),
+    "erfc": (
+        nnkit.erfc,
+        torch.erfc,
+        A([-INF, -5, -1, -0.3, 0, 0.5, 1, 3, 8, 9.5, 26, 30, INF, NAN]),
+    ),
+    "erfinv": (
+        nnkit.erfinv,
+        torch.erfinv,
+        A([-1, -0.999999, -0.5, 0, 1e-10, 0.3, 0.9, 0.999, 1, 1.2, NAN]),
+    ),
+    "lgamma": (
+        nnkit.lgamma,
+        torch.lgamma,
+        A([-INF, -2.5, -2, -1, -0.5, 0, 1e-8, 0.5, 1, 2, 3.7, 30, 1e10, INF, NAN]),
+    ),
+    "digamma": (
+        nnkit.digamma,
+        torch.digamma,
+        A([-2.5, -1.5, -0.3, -0.0, 0, 1e-8, 0.5, 1, 1.4616, 2, 10, 1e6, INF, NAN]),
+    ),
     "logit": (nnkit.logit, torch.logit, A([0, 1e-7, 0.3, 0.5, 1, -0.1, 1.1, NAN])),
-    "logit_eps": (lambda x: nnkit.logit(x, eps=0.2), lambda x: torch.logit(x, eps=0.2),
-                  A([0, 0.1, 0.2, 0.5, 0.8, 0.9, 1, NAN])),
+    "logit_eps": (
+        lambda x: nnkit.logit(x, eps=0.2),
+        lambda x: torch.logit(x, eps=0.2),
+        A([0, 0.1, 0.2, 0.5, 0.8, 0.9, 1, NAN]),
+    ),
     "frac": (nnkit.frac, torch.frac, A([-2.5, -1, -0.3, 0, 0.7, 3.25, INF, -INF, NAN])),
     "nan_to_num": (nnkit.nan_to_num, torch.nan_to_num, A([NAN, INF, -INF, 1.5, -0.0])),
-    "nan_to_num_kw": (lambda x: nnkit.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0),
-                      lambda x: torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0),
-                      A([NAN, INF, -INF, 1.5])),
-    "clamp_min": (lambda x: nnkit.clamp_min(x, 0.5), lambda x: torch.clamp_min(x, 0.5),
-                  A([-1, 0.5, 2, NAN])),
-    "clamp_max": (lambda x: nnkit.clamp_max(x, 0.5), lambda x: torch.clamp_max(x, 0.5),
-                  A([-1, 0.5, 2, NAN])),
+    "nan_to_num_kw": (
+        lambda x: nnkit.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0),
+        lambda x: torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0),
+        A([NAN, INF, -INF, 1.5]),
+    ),
+    "clamp_min": (
+        lambda x: nnkit.clamp_min(x, 0.5),
+        lambda x: torch.clamp_min(x, 0.5),
+        A([-1, 0.5, 2, NAN]),
+    ),
+    "clamp_max": (
+        lambda x: nnkit.clamp_max(x, 0.5),
+        lambda x: torch.clamp_max(x, 0.5),
+        A([-1, 0.5, 2, NAN]),
+    ),
     "hardswish": (F.hardswish, TF.hardswish, A([-4, -3, -2, 0, 2, 3, 4, NAN])),
     "hardsigmoid": (F.hardsigmoid, TF.hardsigmoid, A([-4, -3, -2, 0, 2, 3, 4, NAN])),
     "celu": (F.celu, TF.celu, A([-50, -2, -1e-3, 0, 1e-3, 3, NAN])),
     "celu_alpha": (lambda x: F.celu(x, 0.5), lambda x: TF.celu(x, 0.5), A([-3, -0.1, 0, 2])),
     "softsign": (F.softsign, TF.softsign, A([-INF, -3, 0, 0.5, 1e8, NAN])),
-    "threshold": (lambda x: F.threshold(x, 0.1, 20.0), lambda x: TF.threshold(x, 0.1, 20.0),
-                  A([-1, 0.1, 0.2, 5, NAN])),
+    "threshold": (
+        lambda x: F.threshold(x, 0.1, 20.0),
+        lambda x: TF.threshold(x, 0.1, 20.0),
+        A([-1, 0.1, 0.2, 5, NAN]),
+    ),
     "hardshrink": (F.hardshrink, TF.hardshrink, A([-1, -0.5, -0.2, 0, 0.5, 0.7, NAN])),
     "softshrink": (F.softshrink, TF.softshrink, A([-1, -0.5, -0.2, 0, 0.5, 0.7, NAN])),
-    "softshrink_1": (lambda x: F.softshrink(x, 1.0), lambda x: TF.softshrink(x, 1.0),
-                     A([-2, -1, 0.3, 1, 1.5])),
+    "softshrink_1": (
+        lambda x: F.softshrink(x, 1.0),
+        lambda x: TF.softshrink(x, 1.0),
+        A([-2, -1, 0.3, 1, 1.5]),
+    ),
     "tanhshrink": (F.tanhshrink, TF.tanhshrink, A([-INF, -3, 0, 0.5, 20, NAN])),
     "mish": (F.mish, TF.mish, A([-30, -1, 0, 1, 25, NAN])),
 }
@@ -112,7 +141,8 @@ def _tols(name, dtype, atol, rtol):
 def test_unary_random_values(name, dname, dtype, atol, rtol):
     nk, th, _ = UNARY[name]
     lo, hi = {"acosh": (1.0, 4.0), "lgamma": (-3.9, 6.0), "digamma": (-3.9, 6.0)}.get(
-        name, (-0.999, 0.999) if name in ("asin", "acos", "atanh", "erfinv") else (-4.0, 4.0))
+        name, (-0.999, 0.999) if name in ("asin", "acos", "atanh", "erfinv") else (-4.0, 4.0)
+    )
     if name.startswith("logit"):
         lo, hi = 0.001, 0.999
     x = np.random.default_rng(len(name)).uniform(lo, hi, (3, 5))
@@ -131,12 +161,21 @@ def test_lgamma_digamma_wide_range_float64():
 
 def test_erfc_erfinv_tails_float64():
     x = np.linspace(-6, 27, 500)
-    np.testing.assert_allclose(nnkit.erfc(nnkit.tensor(x)).numpy(),
-                               torch.erfc(torch.tensor(x)).numpy(), rtol=1e-13, atol=1e-300)
-    y = np.concatenate([1 - np.logspace(-16, -1, 80), -1 + np.logspace(-16, -1, 80),
-                        np.linspace(-0.99, 0.99, 199)])
-    np.testing.assert_allclose(nnkit.erfinv(nnkit.tensor(y)).numpy(),
-                               torch.erfinv(torch.tensor(y)).numpy(), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(
+        nnkit.erfc(nnkit.tensor(x)).numpy(),
+        torch.erfc(torch.tensor(x)).numpy(),
+        rtol=1e-13,
+        atol=1e-300,
+    )
+    y = np.concatenate(
+        [1 - np.logspace(-16, -1, 80), -1 + np.logspace(-16, -1, 80), np.linspace(-0.99, 0.99, 199)]
+    )
+    np.testing.assert_allclose(
+        nnkit.erfinv(nnkit.tensor(y)).numpy(),
+        torch.erfinv(torch.tensor(y)).numpy(),
+        rtol=1e-13,
+        atol=1e-15,
+    )
 
 
 def test_digamma_grad_at_negative_poles_is_inf():
@@ -148,15 +187,30 @@ def test_digamma_grad_at_negative_poles_is_inf():
 
 
 BINARY = {
-    "atan2": (nnkit.atan2, torch.atan2,
-              A([0, 0, -0.0, 1, -1, INF, -INF, 2, 3]), A([0, -0.0, 0, 0, -2, INF, 1, NAN, 4])),
-    "hypot": (nnkit.hypot, torch.hypot,
-              A([0, 3, -3, INF, 1e200, 1e-200, NAN, 2]), A([0, 4, 4, 1, 1e200, 1e-200, 1, -5])),
-    "logaddexp": (nnkit.logaddexp, torch.logaddexp,
-                  A([-INF, -INF, INF, 0, 1000, -1000, 2, NAN]),
-                  A([-INF, 0, INF, 0, 1, -999, 2, 1])),
-    "xlogy": (nnkit.xlogy, torch.xlogy,
-              A([0, 0, 0, 1, 2, -1, 0, 3, 0]), A([0, -1, NAN, 0, 3, INF, 2, -1, INF])),
+    "atan2": (
+        nnkit.atan2,
+        torch.atan2,
+        A([0, 0, -0.0, 1, -1, INF, -INF, 2, 3]),
+        A([0, -0.0, 0, 0, -2, INF, 1, NAN, 4]),
+    ),
+    "hypot": (
+        nnkit.hypot,
+        torch.hypot,
+        A([0, 3, -3, INF, 1e200, 1e-200, NAN, 2]),
+        A([0, 4, 4, 1, 1e200, 1e-200, 1, -5]),
+    ),
+    "logaddexp": (
+        nnkit.logaddexp,
+        torch.logaddexp,
+        A([-INF, -INF, INF, 0, 1000, -1000, 2, NAN]),
+        A([-INF, 0, INF, 0, 1, -999, 2, 1]),
+    ),
+    "xlogy": (
+        nnkit.xlogy,
+        torch.xlogy,
+        A([0, 0, 0, 1, 2, -1, 0, 3, 0]),
+        A([0, -1, NAN, 0, 3, INF, 2, -1, INF]),
+    ),
 }
 
 
@@ -190,8 +244,7 @@ def test_unary_integer_input_dtype_and_empty(name):
     except NotImplementedError:  # deviation: nnkit computes these in the default float
         want = th(torch.tensor(ints, dtype=torch.float32))
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
-    np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy(), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy(), rtol=1e-5, atol=1e-6)
     empty = nk(nnkit.zeros(0, 3, requires_grad=True))
     assert empty.shape == (0, 3)
     empty.sum().backward()
@@ -222,12 +275,14 @@ def test_xlogy_scalar_operands():
 
 
 def test_double_backward_matches_torch():
-    cases = [(nnkit.lgamma, torch.lgamma, [0.7, 2.5, -1.5]),
-             (nnkit.atanh, torch.atanh, [-0.5, 0.2, 0.9]),
-             (nnkit.logit, torch.logit, [0.1, 0.5, 0.8]),
-             (nnkit.erfinv, torch.erfinv, [-0.7, 0.1, 0.6]),
-             (F.hardswish, TF.hardswish, [-2.0, 0.5, 4.0]),
-             (lambda a: nnkit.hypot(a, a * 2), lambda a: torch.hypot(a, a * 2), [1.0, -2.0])]
+    cases = [
+        (nnkit.lgamma, torch.lgamma, [0.7, 2.5, -1.5]),
+        (nnkit.atanh, torch.atanh, [-0.5, 0.2, 0.9]),
+        (nnkit.logit, torch.logit, [0.1, 0.5, 0.8]),
+        (nnkit.erfinv, torch.erfinv, [-0.7, 0.1, 0.6]),
+        (F.hardswish, TF.hardswish, [-2.0, 0.5, 4.0]),
+        (lambda a: nnkit.hypot(a, a * 2), lambda a: torch.hypot(a, a * 2), [1.0, -2.0]),
+    ]
     for nk, th, v in cases:
         x = nnkit.tensor(v, dtype=nnkit.float64, requires_grad=True)
         (g,) = nnkit.autograd.grad(nk(x).sum(), x, create_graph=True)
@@ -244,8 +299,9 @@ CLOSE_A = np.array([1.0, 1.0, INF, -INF, NAN, 0.0, 1e10, 2.0])
 CLOSE_B = np.array([1.0 + 1e-6, 1.1, INF, INF, NAN, 1e-9, 1e10 + 1e4, -2.0])
 
 
-@pytest.mark.parametrize("kw", [{}, {"equal_nan": True}, {"rtol": 0.2}, {"atol": 1e-3},
-                                {"rtol": 0.0, "atol": 0.0}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"equal_nan": True}, {"rtol": 0.2}, {"atol": 1e-3}, {"rtol": 0.0, "atol": 0.0}]
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_isclose_allclose_match_torch(kw, dtype):
     a, b = CLOSE_A.astype(dtype), CLOSE_B.astype(dtype)
@@ -255,8 +311,9 @@ def test_isclose_allclose_match_torch(kw, dtype):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     for sl in (slice(None), slice(0, 3), slice(5, 6)):
         ta, tb = nnkit.tensor(a[sl]), nnkit.tensor(b[sl])
-        assert nnkit.allclose(ta, tb, **kw) is torch.allclose(torch.tensor(a[sl]),
-                                                              torch.tensor(b[sl]), **kw)
+        assert nnkit.allclose(ta, tb, **kw) is torch.allclose(
+            torch.tensor(a[sl]), torch.tensor(b[sl]), **kw
+        )
     assert nnkit.tensor(a).isclose(nnkit.tensor(b), **kw).numpy().tolist() == want.tolist()
 
 
@@ -274,11 +331,18 @@ def test_isclose_integers_broadcast_and_errors():
 
 
 def test_equal_matches_torch():
-    pairs = [([1.0, 2.0], [1.0, 2.0]), ([1.0, 2.0], [1.0, 3.0]), ([1.0], [1.0, 1.0]),
-             ([NAN], [NAN]), ([[1.0, 2.0]], [1.0, 2.0]), ([], [])]
+    pairs = [
+        ([1.0, 2.0], [1.0, 2.0]),
+        ([1.0, 2.0], [1.0, 3.0]),
+        ([1.0], [1.0, 1.0]),
+        ([NAN], [NAN]),
+        ([[1.0, 2.0]], [1.0, 2.0]),
+        ([], []),
+    ]
     for a, b in pairs:
         assert nnkit.equal(nnkit.tensor(a), nnkit.tensor(b)) is torch.equal(
-            torch.tensor(a), torch.tensor(b)), (a, b)
+            torch.tensor(a), torch.tensor(b)
+        ), (a, b)
     assert nnkit.equal(nnkit.tensor([1, 2]), nnkit.tensor([1.0, 2.0]))
     assert nnkit.tensor([1.0]).equal(nnkit.tensor([1.0]))
     with pytest.raises(TypeError, match="equal: argument 'other'"):
@@ -297,8 +361,14 @@ def test_glu_and_prelu_match_torch():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 4, 6))
     for dim in (-1, 1, 0):
-        _compare(lambda t, d=dim: F.glu(t, d), lambda t, d=dim: TF.glu(t, d), [x], np.float64,
-                 1e-12, 1e-10)
+        _compare(
+            lambda t, d=dim: F.glu(t, d),
+            lambda t, d=dim: TF.glu(t, d),
+            [x],
+            np.float64,
+            1e-12,
+            1e-10,
+        )
     w = np.array([0.1, -0.3, 0.25, 2.0])
     _compare(F.prelu, TF.prelu, [x, w], np.float64, 1e-12, 1e-10)
     _compare(F.prelu, TF.prelu, [x, w[:1]], np.float32, 2e-6, 1e-5)

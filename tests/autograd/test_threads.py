@@ -79,7 +79,7 @@ def test_concurrent_graphs_share_one_accumulate_grad_node():
                 nodes.append(y.grad_fn.next_functions[0][0])
 
         _run_threads(work, 4)
-        assert all(n is nodes[0] for n in nodes)   # one AccumulateGrad for the leaf
+        assert all(n is nodes[0] for n in nodes)  # one AccumulateGrad for the leaf
         assert grad_edge(w._impl)[0] is nodes[0]
 
     for _ in range(20):
@@ -105,11 +105,9 @@ def _train(seed, steps=15):
     rng = np.random.default_rng(seed)
     x = nnkit.tensor(rng.standard_normal((32, 6)), dtype=nnkit.float64)
     y = nnkit.tensor(rng.standard_normal((32, 2)), dtype=nnkit.float64)
-    w1 = nnkit.tensor(rng.standard_normal((6, 16)) * 0.3, dtype=nnkit.float64,
-                      requires_grad=True)
+    w1 = nnkit.tensor(rng.standard_normal((6, 16)) * 0.3, dtype=nnkit.float64, requires_grad=True)
     b1 = nnkit.zeros(16, dtype=nnkit.float64, requires_grad=True)
-    w2 = nnkit.tensor(rng.standard_normal((16, 2)) * 0.3, dtype=nnkit.float64,
-                      requires_grad=True)
+    w2 = nnkit.tensor(rng.standard_normal((16, 2)) * 0.3, dtype=nnkit.float64, requires_grad=True)
     params = [w1, b1, w2]
     for _ in range(steps):
         h = (x @ w1 + b1).tanh()

@@ -35,8 +35,14 @@ def _expr_indexing(lib, x, w, b, idx):
     sel = x.index_select(0, lib_index(lib, [3, 1, 3], x))
     m = x[x > 0]
     cat = lib.cat([x[:, :1], x[1:2].expand(4, 3)[:, 1:]], dim=1)
-    return ((g ** 2).sum() + (sel * 1.5).sum() + m.sum() + (cat @ w).tanh().sum()
-            + lib.stack([x[0], x[2]]).norm() + x[idx, 1:].sum())
+    return (
+        (g**2).sum()
+        + (sel * 1.5).sum()
+        + m.sum()
+        + (cat @ w).tanh().sum()
+        + lib.stack([x[0], x[2]]).norm()
+        + x[idx, 1:].sum()
+    )
 
 
 def _expr_reduce(lib, x, w, b, idx):
@@ -52,8 +58,13 @@ def lib_index(lib, data, like):
     return nnkit.tensor(data, device=like.device)
 
 
-EXPRS = {"mlp": _expr_mlp, "softmaxish": _expr_softmaxish, "batched": _expr_batched,
-         "indexing": _expr_indexing, "reduce": _expr_reduce}
+EXPRS = {
+    "mlp": _expr_mlp,
+    "softmaxish": _expr_softmaxish,
+    "batched": _expr_batched,
+    "indexing": _expr_indexing,
+    "reduce": _expr_reduce,
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPRS))
@@ -65,8 +76,10 @@ def test_matches_torch(name, device):
     idx = [0, 2, 2]
     expr = EXPRS[name]
 
-    ours = [nnkit.tensor(a, dtype=nnkit.float64, device=device, requires_grad=True)
-            for a in (xn, wn, bn)]
+    ours = [
+        nnkit.tensor(a, dtype=nnkit.float64, device=device, requires_grad=True)
+        for a in (xn, wn, bn)
+    ]
     theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (xn, wn, bn)]
     y = expr(nnkit, *ours, nnkit.tensor(idx, device=device))
     yt = expr(torch, *theirs, torch.tensor(idx))

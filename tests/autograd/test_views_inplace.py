@@ -64,10 +64,19 @@ def test_writes_to_base_show_in_view(device):
     assert v.tolist() == [[10.0, 13.0], [11.0, 14.0], [12.0, 15.0]]
 
 
-@pytest.mark.parametrize("fn", [lambda b: b.T.reshape(6), lambda b: b[:, ::2].reshape(4),
-                                lambda b: b.T.flatten(), lambda b: b[[0, 1]],
-                                lambda b: b[b > 2], lambda b: b.clone(),
-                                lambda b: b.T.contiguous(), lambda b: b.repeat(2, 1)])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda b: b.T.reshape(6),
+        lambda b: b[:, ::2].reshape(4),
+        lambda b: b.T.flatten(),
+        lambda b: b[[0, 1]],
+        lambda b: b[b > 2],
+        lambda b: b.clone(),
+        lambda b: b.T.contiguous(),
+        lambda b: b.repeat(2, 1),
+    ],
+)
 def test_copies_do_not_share_storage(fn, device):
     base = _base(device)
     c = fn(base)
@@ -89,11 +98,22 @@ def test_contiguous_returns_self_when_contiguous(device):
 
 
 # ------------------------------------------------------------- version counter
-@pytest.mark.parametrize("op", [lambda t: t.add_(1), lambda t: t.sub_(1), lambda t: t.mul_(2),
-                                lambda t: t.div_(2), lambda t: t.zero_(), lambda t: t.fill_(3),
-                                lambda t: t.copy_(nnkit.ones(3)), lambda t: t.clamp_(0, 1),
-                                lambda t: t.__setitem__(0, 5.0),
-                                lambda t: t.__iadd__(1), lambda t: t.__imul__(2)])
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t: t.add_(1),
+        lambda t: t.sub_(1),
+        lambda t: t.mul_(2),
+        lambda t: t.div_(2),
+        lambda t: t.zero_(),
+        lambda t: t.fill_(3),
+        lambda t: t.copy_(nnkit.ones(3)),
+        lambda t: t.clamp_(0, 1),
+        lambda t: t.__setitem__(0, 5.0),
+        lambda t: t.__iadd__(1),
+        lambda t: t.__imul__(2),
+    ],
+)
 def test_every_inplace_op_bumps_the_version(op):
     t = nnkit.tensor([1.0, 2.0, 3.0])
     v = t[1:]
@@ -165,8 +185,7 @@ def test_setitem_gradients_for_history_and_value(device):
     rng = np.random.default_rng(0)
     xn = rng.standard_normal((3, 4))
     x = nnkit.tensor(xn, dtype=nnkit.float64, device=device, requires_grad=True)
-    v = nnkit.tensor(rng.standard_normal(4), dtype=nnkit.float64, device=device,
-                     requires_grad=True)
+    v = nnkit.tensor(rng.standard_normal(4), dtype=nnkit.float64, device=device, requires_grad=True)
     y = x * 2
     y[1] = v * 3
     assert y.grad_fn is not None
@@ -204,16 +223,19 @@ def test_setitem_value_requiring_grad_into_plain_tensor(device):
     assert v.grad.item() == 3.0
 
 
-@pytest.mark.parametrize("op,dfdx", [
-    (lambda y: y.add_(2), lambda x: np.ones_like(x)),
-    (lambda y: y.sub_(2), lambda x: np.ones_like(x)),
-    (lambda y: y.mul_(3), lambda x: 3 * np.ones_like(x)),
-    (lambda y: y.div_(4), lambda x: np.full_like(x, 0.25)),
-    (lambda y: y.zero_(), lambda x: np.zeros_like(x)),
-    (lambda y: y.fill_(1.5), lambda x: np.zeros_like(x)),
-    (lambda y: y.clamp_(-0.5, 0.5), lambda x: (np.abs(x) < 0.5).astype(float)),
-    (lambda y: y.copy_(nnkit.ones(4, dtype=nnkit.float64)), lambda x: np.zeros_like(x)),
-])
+@pytest.mark.parametrize(
+    "op,dfdx",
+    [
+        (lambda y: y.add_(2), lambda x: np.ones_like(x)),
+        (lambda y: y.sub_(2), lambda x: np.ones_like(x)),
+        (lambda y: y.mul_(3), lambda x: 3 * np.ones_like(x)),
+        (lambda y: y.div_(4), lambda x: np.full_like(x, 0.25)),
+        (lambda y: y.zero_(), lambda x: np.zeros_like(x)),
+        (lambda y: y.fill_(1.5), lambda x: np.zeros_like(x)),
+        (lambda y: y.clamp_(-0.5, 0.5), lambda x: (np.abs(x) < 0.5).astype(float)),
+        (lambda y: y.copy_(nnkit.ones(4, dtype=nnkit.float64)), lambda x: np.zeros_like(x)),
+    ],
+)
 def test_inplace_gradients_through_non_leaf(op, dfdx):
     xn = np.array([-1.2, -0.3, 0.4, 2.0])
     x = nnkit.tensor(xn, dtype=nnkit.float64, requires_grad=True)

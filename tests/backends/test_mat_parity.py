@@ -40,8 +40,11 @@ def _recording(mat_cls, seen: set):
             seen.add(name)
         return object.__getattribute__(self, name)
 
-    return Meta(f"Recording{mat_cls.__name__}", (mat_cls,),
-                {"__slots__": (), "__getattribute__": __getattribute__})
+    return Meta(
+        f"Recording{mat_cls.__name__}",
+        (mat_cls,),
+        {"__slots__": (), "__getattribute__": __getattribute__},
+    )
 
 
 def _mat_class(device):
@@ -59,23 +62,69 @@ def _close(m, want, **kw):
     np.testing.assert_allclose(got, want, **({"rtol": 1e-6, "atol": 1e-12} | kw))
 
 
-UNARY = {"neg": np.negative, "exp": np.exp, "expm1": np.expm1, "log": np.log,
-         "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin,
-         "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
-         "softplus": lambda a: np.logaddexp(a, 0), "relu": lambda a: np.maximum(a, 0),
-         "abs": np.abs, "sign": np.sign, "reciprocal": np.reciprocal, "floor": np.floor,
-         "ceil": np.ceil, "round": np.round, "trunc": np.trunc, "isnan": np.isnan,
-         "isinf": np.isinf, "isfinite": np.isfinite}
-BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-          "floordiv": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
-          "pow": np.power,
-          "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal,
-          "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
-LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or,
-           "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
-           "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
-REDUCE = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "amax": np.max, "amin": np.min,
-          "argmax": np.argmax, "argmin": np.argmin, "any": np.any, "all": np.all}
+UNARY = {
+    "neg": np.negative,
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda a: 1 / np.sqrt(a),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "tanh": np.tanh,
+    "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "softplus": lambda a: np.logaddexp(a, 0),
+    "relu": lambda a: np.maximum(a, 0),
+    "abs": np.abs,
+    "sign": np.sign,
+    "reciprocal": np.reciprocal,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "trunc": np.trunc,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+}
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "floordiv": np.floor_divide,
+    "remainder": np.remainder,
+    "fmod": np.fmod,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+LOGICAL = {
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+}
+REDUCE = {
+    "sum": np.sum,
+    "mean": np.mean,
+    "prod": np.prod,
+    "amax": np.max,
+    "amin": np.min,
+    "argmax": np.argmax,
+    "argmin": np.argmin,
+    "any": np.any,
+    "all": np.all,
+}
 
 
 def _exercise(M, dev):
@@ -159,10 +208,13 @@ def _exercise(M, dev):
     _close(a.cumsum(1), np.cumsum(an, 1))
     _close(a.logsumexp(1), np.log(np.exp(an).sum(1, keepdims=True)))
     lse = np.log(np.exp(an).sum(1, keepdims=True))
-    _close(M.from_host(np.full((2, 1), 2.0)).logsumexp_grad(a, a.logsumexp(1)),
-           2 * np.exp(an - lse))
-    _close(M.from_host(an.sum(1)).unreduce((2, 1), (2, 3), 0.5),
-           np.broadcast_to(an.sum(1, keepdims=True) * 0.5, (2, 3)))
+    _close(
+        M.from_host(np.full((2, 1), 2.0)).logsumexp_grad(a, a.logsumexp(1)), 2 * np.exp(an - lse)
+    )
+    _close(
+        M.from_host(an.sum(1)).unreduce((2, 1), (2, 3), 0.5),
+        np.broadcast_to(an.sum(1, keepdims=True) * 0.5, (2, 3)),
+    )
     vals, idx = a.sort(axis=1, descending=True)
     _close(vals, -np.sort(-an, axis=1))
     _close(idx, np.argsort(-an, axis=1, kind="stable"))
@@ -176,15 +228,25 @@ def _exercise(M, dev):
     _close(a.einsum("ij,kj->ik", b), np.einsum("ij,kj->ik", an, bn))
 
     # views: every one shares the Storage
-    for v, want in ((a.reshape((3, 2)), an.reshape(3, 2)), (a.transpose((1, 0)), an.T),
-                    (a.swapaxes(0, 1), an.T), (a.getitem((slice(None), 1)), an[:, 1]),
-                    (a.getitem((0, slice(None, None, 2))), an[0, ::2]),
-                    (M.from_host(an[:1]).expand((4, 3)), np.broadcast_to(an[:1], (4, 3))),
-                    (a.as_strided((2, 2), (1, 1)), np.lib.stride_tricks.as_strided(
-                        an, (2, 2), (8, 8))), (a.flip(0), an[::-1])):
+    for v, want in (
+        (a.reshape((3, 2)), an.reshape(3, 2)),
+        (a.transpose((1, 0)), an.T),
+        (a.swapaxes(0, 1), an.T),
+        (a.getitem((slice(None), 1)), an[:, 1]),
+        (a.getitem((0, slice(None, None, 2))), an[0, ::2]),
+        (M.from_host(an[:1]).expand((4, 3)), np.broadcast_to(an[:1], (4, 3))),
+        (a.as_strided((2, 2), (1, 1)), np.lib.stride_tricks.as_strided(an, (2, 2), (8, 8))),
+        (a.flip(0), an[::-1]),
+    ):
         _close(v, want)
-    for v in (a.reshape((3, 2)), a.transpose((1, 0)), a.swapaxes(0, 1), a.flip(1),
-              a.getitem((slice(None), 1)), a.as_strided((2,), (1,))):
+    for v in (
+        a.reshape((3, 2)),
+        a.transpose((1, 0)),
+        a.swapaxes(0, 1),
+        a.flip(1),
+        a.getitem((slice(None), 1)),
+        a.as_strided((2,), (1,)),
+    ):
         assert v.storage is a.storage
     noncontig = a.transpose((1, 0)).reshape((6,))  # needs a copy
     assert noncontig.storage is not a.storage
@@ -192,8 +254,9 @@ def _exercise(M, dev):
     _close(a.diagonal(), np.diagonal(an))
 
     # indexing
-    assert M.is_basic_index((0, slice(None))) and not M.is_basic_index((M.from_host(
-        np.array([0])),))
+    assert M.is_basic_index((0, slice(None))) and not M.is_basic_index(
+        (M.from_host(np.array([0])),)
+    )
     ix = M.from_host(np.array([1, 0, 1]))
     _close(a.getitem((ix,)), an[[1, 0, 1]])
     out = a.index_put((ix,), M.from_host(np.ones((3, 3))), accumulate=True)
@@ -235,17 +298,23 @@ def _exercise(M, dev):
     w = M.from_host(an.copy())
     view = w.transpose((1, 0))
     expect = an.copy()
-    steps = [(lambda: w.setitem((0, 1), M.scalar(5.0, np.float64)), lambda e: e.__setitem__(
-        (0, 1), 5.0)),
-             (lambda: w.iadd(b), lambda e: e.__iadd__(bn)),
-             (lambda: w.isub(b), lambda e: e.__isub__(bn)),
-             (lambda: w.imul(b), lambda e: e.__imul__(bn)),
-             (lambda: w.idiv(b), lambda e: e.__itruediv__(bn)),
-             (lambda: w.iaxpy(2.0, b), lambda e: e.__iadd__(2.0 * bn)),
-             (lambda: w.iclip(1.0, 3.0), lambda e: np.clip(e, 1.0, 3.0, out=e)),
-             (lambda: w.copy_(M.from_host(np.arange(3.0))), lambda e: e.__setitem__(
-                 Ellipsis, np.arange(3.0))),
-             (lambda: w.fill_(1.5), lambda e: e.fill(1.5))]
+    steps = [
+        (
+            lambda: w.setitem((0, 1), M.scalar(5.0, np.float64)),
+            lambda e: e.__setitem__((0, 1), 5.0),
+        ),
+        (lambda: w.iadd(b), lambda e: e.__iadd__(bn)),
+        (lambda: w.isub(b), lambda e: e.__isub__(bn)),
+        (lambda: w.imul(b), lambda e: e.__imul__(bn)),
+        (lambda: w.idiv(b), lambda e: e.__itruediv__(bn)),
+        (lambda: w.iaxpy(2.0, b), lambda e: e.__iadd__(2.0 * bn)),
+        (lambda: w.iclip(1.0, 3.0), lambda e: np.clip(e, 1.0, 3.0, out=e)),
+        (
+            lambda: w.copy_(M.from_host(np.arange(3.0))),
+            lambda e: e.__setitem__(Ellipsis, np.arange(3.0)),
+        ),
+        (lambda: w.fill_(1.5), lambda e: e.fill(1.5)),
+    ]
     for k, (do, ref) in enumerate(steps, 1):
         assert do() is w
         ref(expect)
@@ -292,12 +361,16 @@ def test_nn_kernels_are_exercised_by_the_nn_op_table(device, monkeypatch):
             try:  # a failing row is the op table's to report; here only coverage counts
                 args = _make_args(sample, device, nnkit.float64)
                 out = _call(spec, sample, args)
-                outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
-                        if isinstance(o, nnkit.Tensor) and o.requires_grad]
+                outs = [
+                    o
+                    for o in (out if isinstance(out, (tuple, list)) else [out])
+                    if isinstance(o, nnkit.Tensor) and o.requires_grad
+                ]
                 ins = [a for a in args if isinstance(a, nnkit.Tensor) and a.requires_grad]
                 if outs and ins:  # first and second derivatives (double-backward kernels)
-                    gs = nnkit.autograd.grad([(o * o).sum() for o in outs], ins,
-                                             create_graph=True, allow_unused=True)
+                    gs = nnkit.autograd.grad(
+                        [(o * o).sum() for o in outs], ins, create_graph=True, allow_unused=True
+                    )
                     gs = [g for g in gs if g is not None and g.requires_grad]
                     if gs:
                         nnkit.autograd.backward([(g * g).sum() for g in gs])
@@ -315,8 +388,14 @@ def test_nn_kernels_are_exercised_by_the_nn_op_table(device, monkeypatch):
 def test_views_share_storage_and_version(device):
     M = _mat_class(device)
     a = M.from_host(np.arange(6.0).reshape(2, 3))
-    views = [a.reshape((3, 2)), a.transpose((1, 0)), a.getitem((slice(None), 1)),
-             a.expand((2, 2, 3)), a.flip(0), a.swapaxes(0, 1)]
+    views = [
+        a.reshape((3, 2)),
+        a.transpose((1, 0)),
+        a.getitem((slice(None), 1)),
+        a.expand((2, 2, 3)),
+        a.flip(0),
+        a.swapaxes(0, 1),
+    ]
     assert isinstance(a.storage, Storage)
     assert all(v.storage is a.storage for v in views)
     views[1].setitem((0, 1), M.scalar(-1.0, np.float64))

@@ -31,8 +31,9 @@ def _on(t, dev):
 
 def _mlp():
     nnkit.manual_seed(3)
-    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
-                         nn.Linear(16, 3))
+    return nn.Sequential(
+        nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3)
+    )
 
 
 def _train(model, dev, x, y, steps=3):
@@ -87,9 +88,16 @@ def test_conv_net_forward_backward_matches_cpu(sim, rng):
 
     def run(dev):
         nnkit.manual_seed(5)
-        net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
-                            nn.MaxPool2d(2), nn.Conv2d(4, 4, 3, stride=2, groups=2),
-                            nn.AvgPool2d(2), nn.Flatten(), nn.Linear(4, 2)).to(dev)
+        net = nn.Sequential(
+            nn.Conv2d(3, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(4, 4, 3, stride=2, groups=2),
+            nn.AvgPool2d(2),
+            nn.Flatten(),
+            nn.Linear(4, 2),
+        ).to(dev)
         inp = nnkit.tensor(x, device=dev, requires_grad=True)
         out = net(inp)
         (out * out).sum().backward()
@@ -123,8 +131,11 @@ def test_module_to_moves_params_buffers_and_optimizer_state_stays(sim, rng):
     model.to(sim)
     for t in list(model.parameters()) + list(model.buffers()):
         _on(t, sim)
-    for opt_cls, kw in [(nnkit.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
-                        (nnkit.optim.Adam, {"lr": 0.1}), (nnkit.optim.RMSprop, {"lr": 0.1})]:
+    for opt_cls, kw in [
+        (nnkit.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+        (nnkit.optim.Adam, {"lr": 0.1}),
+        (nnkit.optim.RMSprop, {"lr": 0.1}),
+    ]:
         opt = opt_cls(model.parameters(), **kw)
         for _ in range(2):
             opt.zero_grad()
@@ -160,8 +171,9 @@ def test_round_trip_keeps_gradients_flowing(sim):
 
 
 def test_dataloader_batches_moved_to_the_device(sim, rng):
-    ds = TensorDataset(nnkit.tensor(rng.standard_normal((10, 4)).astype(np.float32)),
-                       nnkit.arange(10))
+    ds = TensorDataset(
+        nnkit.tensor(rng.standard_normal((10, 4)).astype(np.float32)), nnkit.arange(10)
+    )
     model = nn.Linear(4, 2).to(sim)
     seen = []
     for xb, yb in DataLoader(ds, batch_size=4, shuffle=True, seed=0):

@@ -7,13 +7,18 @@ import numpy as np
 from nnkit import io
 from tests.cli.conftest import TINY, write_config
 
-KERAS_ADAM = {"name": "adam", "keras": True, "learning_rate": 0.003,
-              "gradient_accumulation_steps": 2}
+KERAS_ADAM = {
+    "name": "adam",
+    "keras": True,
+    "learning_rate": 0.003,
+    "gradient_accumulation_steps": 2,
+}
 
 
 def test_a_keras_optimizer_trains_and_resumes_exactly(workdir, cli):
-    path = write_config(workdir, {**TINY, "optimizer": KERAS_ADAM,
-                                  "train": {"epochs": 2, "verbose": 0}})
+    path = write_config(
+        workdir, {**TINY, "optimizer": KERAS_ADAM, "train": {"epochs": 2, "verbose": 0}}
+    )
     assert cli("train", path, "--set", "output.dir=straight").exit_code == 0
     first = cli("train", path, "--set", "output.dir=resumed", "--set", "train.epochs=1")
     assert first.exit_code == 0, first.output

@@ -31,12 +31,14 @@ from tests.cli.conftest import write_config
 SLOW = {  # a few seconds of training: 8 epochs of 90 steps, checkpoints every 25 steps
     "seed": 1,
     "data": {"name": "moons", "n_samples": 2000, "batch_size": 16, "validation_split": 0.1},
-    "model": {"layers": [
-        {"type": "Dense", "units": 128, "activation": "relu"},
-        {"type": "Dropout", "p": 0.2},
-        {"type": "Dense", "units": 128, "activation": "relu"},
-        {"type": "Dense", "units": 2},
-    ]},
+    "model": {
+        "layers": [
+            {"type": "Dense", "units": 128, "activation": "relu"},
+            {"type": "Dropout", "p": 0.2},
+            {"type": "Dense", "units": 128, "activation": "relu"},
+            {"type": "Dense", "units": 2},
+        ]
+    },
     "optimizer": {"name": "adam", "lr": 0.005},
     "scheduler": {"name": "StepLR", "step_size": 1, "gamma": 0.7},
     "metrics": ["accuracy"],
@@ -49,8 +51,9 @@ def nnkit_train(cwd: Path, *args: str, wait: bool = True) -> Any:
     command = [sys.executable, "-m", "nnkit.cli", "train", "cfg.yaml", *args]
     if wait:
         return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=180)
-    return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def outcome(run_dir: Path) -> tuple[dict, str, dict]:
@@ -87,8 +90,9 @@ def _wait_for_training(process: subprocess.Popen, checkpoints: Path) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("sig, seed", [(signal.SIGINT, 1), (signal.SIGTERM, 2),
-                                       (signal.SIGKILL, 3), (signal.SIGKILL, 4)])
+@pytest.mark.parametrize(
+    "sig, seed", [(signal.SIGINT, 1), (signal.SIGTERM, 2), (signal.SIGKILL, 3), (signal.SIGKILL, 4)]
+)
 def test_signal_at_a_random_moment_then_resume_auto(tmp_path, straight, sig, seed):
     write_config(tmp_path, SLOW, "cfg.yaml")
     process = nnkit_train(tmp_path, wait=False)
@@ -115,9 +119,13 @@ def test_signal_at_a_random_moment_then_resume_auto(tmp_path, straight, sig, see
 
 
 def test_resume_extends_epochs_exactly_with_a_step_scheduler(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 300},
-              "scheduler": {"name": "StepLR", "step_size": 2, "gamma": 0.5, "interval": "step"},
-              "train": {"epochs": 4, "verbose": 0}, "output": {"dir": "a"}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 300},
+        "scheduler": {"name": "StepLR", "step_size": 2, "gamma": 0.5, "interval": "step"},
+        "train": {"epochs": 4, "verbose": 0},
+        "output": {"dir": "a"},
+    }
     path = write_config(workdir, config, "cfg.yaml")
     assert cli("train", path).exit_code == 0
     assert cli("train", path, "--set", "output.dir=b", "--set", "train.epochs=2").exit_code == 0
@@ -130,15 +138,25 @@ def test_resume_extends_epochs_exactly_with_a_step_scheduler(workdir, cli):
 
 
 def test_run_folder_contents_and_final_lines(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 300},
-              "train": {"epochs": 2, "verbose": 2},
-              "output": {"dir": "run", "best": "best.h5"}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 300},
+        "train": {"epochs": 2, "verbose": 2},
+        "output": {"dir": "run", "best": "best.h5"},
+    }
     result = cli("train", write_config(workdir, config, "cfg.yaml"))
     assert result.exit_code == 0, result.output
     run = workdir / "run"
     names = {p.name for p in run.iterdir()}
-    assert {"config.yaml", "history.csv", "history.json", "train.log", "checkpoints",
-            "last.h5", "best.h5"} <= names
+    assert {
+        "config.yaml",
+        "history.csv",
+        "history.json",
+        "train.log",
+        "checkpoints",
+        "last.h5",
+        "best.h5",
+    } <= names
     lines = result.stdout.splitlines()
     assert "checkpoint: run/last.h5" in lines and "best: run/best.h5" in lines
     assert "history: run/history.csv, run/history.json" in lines
@@ -171,34 +189,63 @@ def test_print_config_creates_nothing(workdir, cli):
 
 
 def test_non_finite_loss_stops_with_exit_1_and_keeps_finite_checkpoints(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 300},
-              "optimizer": {"name": "sgd", "lr": 1.0e+12}, "scheduler": None,
-              "output": {"dir": "run", "save_every": 1}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 300},
+        "optimizer": {"name": "sgd", "lr": 1.0e12},
+        "scheduler": None,
+        "output": {"dir": "run", "save_every": 1},
+    }
     with np.errstate(all="ignore"):
         result = cli("train", write_config(workdir, config, "cfg.yaml"))
     assert result.exit_code == 1, result.output
     [line] = [x for x in result.stderr.splitlines() if x.startswith("non-finite loss")]
-    assert line.startswith("non-finite loss (nan) at epoch 1, step ") or \
-        line.startswith("non-finite loss (inf) at epoch 1, step ")
+    assert line.startswith("non-finite loss (nan) at epoch 1, step ") or line.startswith(
+        "non-finite loss (inf) at epoch 1, step "
+    )
     assert not (workdir / "run" / "last.h5").exists()
     for path in (workdir / "run" / "checkpoints").glob("backup-*.h5"):
         assert all(np.isfinite(v).all() for v in nnkit.io.read_checkpoint(path)["model"].values())
 
 
 def test_changed_config_on_resume(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 300}, "scheduler": None,
-              "train": {"epochs": 1, "verbose": 0}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 300},
+        "scheduler": None,
+        "train": {"epochs": 1, "verbose": 0},
+    }
     path = write_config(workdir, config, "cfg.yaml")
     assert cli("train", path).exit_code == 0
-    result = cli("train", path, "--resume", "auto", "--set", "model.layers[0].units=64",
-                 "--set", "optimizer.lr=0.001", "--set", "train.epochs=2")
+    result = cli(
+        "train",
+        path,
+        "--resume",
+        "auto",
+        "--set",
+        "model.layers[0].units=64",
+        "--set",
+        "optimizer.lr=0.001",
+        "--set",
+        "train.epochs=2",
+    )
     assert result.exit_code == 2
     message = result.stderr.strip()
     assert message.startswith("config error: --resume: the config differs")
     assert "model.layers[0].units: 128 -> 64" in message
     assert "optimizer.lr: 0.005 -> 0.001" in message and "train.epochs" not in message
-    result = cli("train", path, "--resume", "auto", "--set", "optimizer.lr=0.001",
-                 "--set", "train.epochs=2", "--allow-change", "optimizer.lr")
+    result = cli(
+        "train",
+        path,
+        "--resume",
+        "auto",
+        "--set",
+        "optimizer.lr=0.001",
+        "--set",
+        "train.epochs=2",
+        "--allow-change",
+        "optimizer.lr",
+    )
     assert result.exit_code == 0, result.output
     assert "accepted change (--allow-change): optimizer.lr: 0.005 -> 0.001" in result.stdout
     assert "optimizer.lr: 0.005 -> 0.001" in (workdir / "run" / "changes.log").read_text()
@@ -209,12 +256,16 @@ def test_changed_config_on_resume(workdir, cli):
 
 
 def test_resume_auto_without_checkpoints_starts_fresh(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 200},
-              "train": {"epochs": 1, "verbose": 0}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 200},
+        "train": {"epochs": 1, "verbose": 0},
+    }
     result = cli("train", write_config(workdir, config, "cfg.yaml"), "--resume", "auto")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("--resume auto: no checkpoint in run/checkpoints; "
-                                    "starting fresh")
+    assert result.stdout.startswith(
+        "--resume auto: no checkpoint in run/checkpoints; starting fresh"
+    )
 
 
 def flip_byte(path: Path, dataset: str = "model/0.weight") -> None:
@@ -230,8 +281,12 @@ def flip_byte(path: Path, dataset: str = "model/0.weight") -> None:
 
 
 def test_verify_and_resume_auto_fall_back_from_a_damaged_checkpoint(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 300},
-              "train": {"epochs": 2, "verbose": 0}, "output": {"dir": "a", "save_every": 4}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 300},
+        "train": {"epochs": 2, "verbose": 0},
+        "output": {"dir": "a", "save_every": 4},
+    }
     path = write_config(workdir, config, "cfg.yaml")
     assert cli("train", path).exit_code == 0
     assert cli("train", path, "--set", "output.dir=b", "--set", "train.epochs=1").exit_code == 0
@@ -253,9 +308,14 @@ def test_verify_and_resume_auto_fall_back_from_a_damaged_checkpoint(workdir, cli
 
 def test_second_sigint_aborts_at_once_keeping_the_last_checkpoint(tmp_path):
     wide = [{"type": "Dense", "units": 2048, "activation": "relu"}] * 2 + [
-        {"type": "Dense", "units": 2}]  # steps of ~0.2 s: the second signal lands in one
-    config = {**SLOW, "data": {**SLOW["data"], "batch_size": 512},
-              "model": {"layers": wide}, "output": {"dir": "run", "save_every": 1}}
+        {"type": "Dense", "units": 2}
+    ]  # steps of ~0.2 s: the second signal lands in one
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "batch_size": 512},
+        "model": {"layers": wide},
+        "output": {"dir": "run", "save_every": 1},
+    }
     write_config(tmp_path, config, "cfg.yaml")
     process = nnkit_train(tmp_path, wait=False)
     checkpoints = tmp_path / "run" / "checkpoints"
@@ -276,19 +336,30 @@ def test_second_sigint_aborts_at_once_keeping_the_last_checkpoint(tmp_path):
 
 
 def test_resume_with_another_number_of_processes_is_refused(workdir, cli):
-    config = {**SLOW, "data": {**SLOW["data"], "n_samples": 200},
-              "train": {"epochs": 1, "verbose": 0}}
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 200},
+        "train": {"epochs": 1, "verbose": 0},
+    }
     path = write_config(workdir, config, "cfg.yaml")
     assert cli("train", path).exit_code == 0
     ckpt = nnkit.io.read_checkpoint("run/last.h5")
     ckpt["extra"]["fit"]["world_size"] = 2
-    nnkit.io.save_checkpoint("two.h5", model=ckpt["model"], optimizer=ckpt["optimizer"],
-                             loader=ckpt["loader"], callbacks=ckpt["callbacks"],
-                             extra=ckpt["extra"], epoch=ckpt["epoch"], step=ckpt["step"],
-                             config=ckpt["attrs"]["config"])
+    nnkit.io.save_checkpoint(
+        "two.h5",
+        model=ckpt["model"],
+        optimizer=ckpt["optimizer"],
+        loader=ckpt["loader"],
+        callbacks=ckpt["callbacks"],
+        extra=ckpt["extra"],
+        epoch=ckpt["epoch"],
+        step=ckpt["step"],
+        config=ckpt["attrs"]["config"],
+    )
     result = cli("train", path, "--set", "train.epochs=2", "--resume", "two.h5")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
         "config error: --resume: two.h5 was written by a run of 2 process(es); resume it "
         "with mpiexec -n 2 nnkit train, not with 1 (each process's batches, and so the "
-        "weights, would differ)")
+        "weights, would differ)"
+    )

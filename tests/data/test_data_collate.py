@@ -45,9 +45,12 @@ def test_a_dataset_returning_none_names_collate_and_the_indices():
             return (None if i == 4 else np.zeros(2), 1)
 
     loader = DataLoader(Holes(), batch_size=3)
-    with pytest.raises(TypeError, match=r"default_collate: sample\(s\) \[1\] of the batch "
-                                        r"hold None at batch\[0\].*\(collating batch 1, "
-                                        r"dataset indices \[3, 4, 5\]\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"default_collate: sample\(s\) \[1\] of the batch "
+        r"hold None at batch\[0\].*\(collating batch 1, "
+        r"dataset indices \[3, 4, 5\]\)",
+    ):
         list(loader)
 
 

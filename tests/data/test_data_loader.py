@@ -413,8 +413,9 @@ def test_sigint_ends_a_loader_whose_worker_is_stuck():
     import sys
     import time
 
-    child = subprocess.Popen([sys.executable, "-c", _STUCK], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert child.stdout.readline() == "stuck\n"
     time.sleep(0.2)  # the main thread now waits for the stuck batch
     sent = time.monotonic()

@@ -81,8 +81,9 @@ def test_an_empty_share_keeps_the_batch_structure():
             return {"x": np.full(3, i, np.float32), "y": i}
 
     order = nnkit.data.SequentialSampler(range(5))
-    loader = DataLoader(Pairs(), batch_sampler=nnkit.data.DistributedBatchSampler(
-        order, 4, False, 2, 1))
+    loader = DataLoader(
+        Pairs(), batch_sampler=nnkit.data.DistributedBatchSampler(order, 4, False, 2, 1)
+    )
     first, last = list(loader)
     assert first["x"].shape == (2, 3) and first["y"].tolist() == [1, 3]
     assert last["x"].shape == (0, 3) and last["x"].dtype == np.float32
@@ -166,15 +167,15 @@ def test_a_run_stopped_mid_epoch_resumes_exactly_history_included(tmp_path):
     def work(comm, crash):
         model = mlp(comm.rank)
         callbacks = [BackupAndRestore(backup, save_freq=1)] + ([Crash()] if crash else [])
-        history = model.fit(x, y, batch_size=12, epochs=3, verbose=0, seed=1,
-                            callbacks=callbacks, distributed=comm)
+        history = model.fit(
+            x, y, batch_size=12, epochs=3, verbose=0, seed=1, callbacks=callbacks, distributed=comm
+        )
         return history.history, weights(model)
 
     with pytest.raises(RuntimeError, match="simulated crash"):
         ThreadGroup(2, timeout=20).run(work, True)
     resumed = ThreadGroup(2).run(work, False)
-    straight = ThreadGroup(2).run(lambda comm: work(comm, False) if not backup.exists()
-                                  else None)
+    straight = ThreadGroup(2).run(lambda comm: work(comm, False) if not backup.exists() else None)
     assert not backup.exists() and straight[0] is not None
     for (h, w), (h_ref, w_ref) in zip(resumed, straight):
         assert_same(w, w_ref)

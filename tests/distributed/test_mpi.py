@@ -140,9 +140,11 @@ def test_an_exception_on_one_rank_ends_the_whole_job(tmp_path):
 def test_a_global_batch_not_divisible_by_the_ranks_is_a_config_error(tmp_path):
     config = tmp_path / "cfg.yaml"
     config.write_text(yaml.safe_dump({**TINY, "output": {"dir": str(tmp_path / "run")}}))
-    result = run(["-m", "nnkit.cli", "train", config, "--set", "data.batch_size=33"],
-                 cwd=tmp_path, n=2)
+    result = run(
+        ["-m", "nnkit.cli", "train", config, "--set", "data.batch_size=33"], cwd=tmp_path, n=2
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "config error: data.batch_size: 33 is the global batch, split over 2 processes: "
-        "make it a multiple of 2 (e.g. 32, or 34)")
+        "make it a multiple of 2 (e.g. 32, or 34)"
+    )

@@ -88,20 +88,22 @@ def test_equals_batchnorm_on_the_concatenated_batch(cls, tail, sizes, kwargs):
     expected, ref = _reference(cls, x, r, gamma, beta, 2, **kwargs)
     ranks = _on_ranks(sizes, x, r, gamma, beta, 2, **kwargs)
     for step, (out, grad) in enumerate(expected):
-        np.testing.assert_allclose(np.concatenate([o[step][0] for o, _ in ranks]), out,
-                                   rtol=0, atol=1e-6)
-        np.testing.assert_allclose(np.concatenate([o[step][1] for o, _ in ranks]), grad,
-                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            np.concatenate([o[step][0] for o, _ in ranks]), out, rtol=0, atol=1e-6
+        )
+        np.testing.assert_allclose(
+            np.concatenate([o[step][1] for o, _ in ranks]), grad, rtol=0, atol=1e-6
+        )
     for name in ("weight", "bias"):  # each rank's own share; their sum is the whole
         if getattr(ref, name) is not None:
             total = sum(getattr(layer, name).grad.numpy() for _, layer in ranks)
-            np.testing.assert_allclose(total, getattr(ref, name).grad.numpy(), rtol=0,
-                                       atol=1e-6)
+            np.testing.assert_allclose(total, getattr(ref, name).grad.numpy(), rtol=0, atol=1e-6)
     for _, layer in ranks:
         assert layer.num_batches_tracked.item() == 2
         for name in ("running_mean", "running_var"):
-            np.testing.assert_allclose(getattr(layer, name).numpy(),
-                                       getattr(ref, name).numpy(), rtol=0, atol=1e-6)
+            np.testing.assert_allclose(
+                getattr(layer, name).numpy(), getattr(ref, name).numpy(), rtol=0, atol=1e-6
+            )
 
 
 @pytest.mark.parametrize("tail,sizes", [((), [4, 0, 3]), ((5,), [2, 6])])
@@ -116,17 +118,25 @@ def test_equals_torch_batchnorm(tail, sizes):
     xt = torch.tensor(x, requires_grad=True)
     out = ref(xt)
     (out * torch.tensor(r)).sum().backward()
-    np.testing.assert_allclose(np.concatenate([o[0][0] for o, _ in ranks]),
-                               out.detach().numpy(), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(np.concatenate([o[0][1] for o, _ in ranks]),
-                               xt.grad.numpy(), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(sum(layer.weight.grad.numpy() for _, layer in ranks),
-                               ref.weight.grad.numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        np.concatenate([o[0][0] for o, _ in ranks]), out.detach().numpy(), rtol=0, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.concatenate([o[0][1] for o, _ in ranks]), xt.grad.numpy(), rtol=0, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        sum(layer.weight.grad.numpy() for _, layer in ranks),
+        ref.weight.grad.numpy(),
+        rtol=0,
+        atol=1e-6,
+    )
     for _, layer in ranks:
-        np.testing.assert_allclose(layer.running_var.numpy(), ref.running_var.numpy(),
-                                   rtol=0, atol=1e-6)
-        np.testing.assert_allclose(layer.running_mean.numpy(), ref.running_mean.numpy(),
-                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            layer.running_var.numpy(), ref.running_var.numpy(), rtol=0, atol=1e-6
+        )
+        np.testing.assert_allclose(
+            layer.running_mean.numpy(), ref.running_mean.numpy(), rtol=0, atol=1e-6
+        )
 
 
 def test_on_the_device_of_the_input(device):
@@ -148,10 +158,12 @@ def test_on_the_device_of_the_input(device):
     xt = nnkit.tensor(x, device=device, requires_grad=True)
     out = ref(xt)
     (out * nnkit.tensor(r, device=device)).sum().backward()
-    np.testing.assert_allclose(np.concatenate([o for o, _, _ in ranks]),
-                               out.detach().cpu().numpy(), rtol=0, atol=1e-5)
-    np.testing.assert_allclose(np.concatenate([g for _, g, _ in ranks]),
-                               xt.grad.cpu().numpy(), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(
+        np.concatenate([o for o, _, _ in ranks]), out.detach().cpu().numpy(), rtol=0, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.concatenate([g for _, g, _ in ranks]), xt.grad.cpu().numpy(), rtol=0, atol=1e-5
+    )
     np.testing.assert_allclose(ranks[0][2].numpy(), ref.running_var.cpu().numpy(), atol=1e-6)
 
 
@@ -176,7 +188,7 @@ def test_shares_weight_the_input_gradient_for_fits_weighted_average():
         return xt.grad.numpy() * n
 
     grads = ThreadGroup(3).run(work)
-    (_, expected), = _reference(nn.BatchNorm1d, x, r, gamma, beta, 1)[0]
+    ((_, expected),) = _reference(nn.BatchNorm1d, x, r, gamma, beta, 1)[0]
     np.testing.assert_allclose(np.concatenate(grads), expected, rtol=0, atol=1e-6)
 
 
@@ -265,8 +277,9 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         shared = nn.BatchNorm1d(4)
-        self.features = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2, momentum=None),
-                                      nn.ReLU())
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2, momentum=None), nn.ReLU()
+        )
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 4), shared, nn.Tanh(), shared)
         self.inner = nn.ModuleDict({"norm": nn.BatchNorm1d(4, affine=False, eps=1e-3)})
 
@@ -346,8 +359,13 @@ def bn_model(seed, kind):
         if kind == "mlp":
             layers = [nn.Linear(5, 16), nn.BatchNorm1d(16), nn.Tanh(), nn.Linear(16, 3)]
         else:
-            layers = [nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
-                      nn.Flatten(), nn.Linear(64, 3)]
+            layers = [
+                nn.Conv2d(1, 4, 3, padding=1),
+                nn.BatchNorm2d(4),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(64, 3),
+            ]
         model = nnkit.Sequential(layers)
     model.compile("sgd", "cross_entropy", metrics=["accuracy"], lr=0.2)
     return model
@@ -419,8 +437,12 @@ BN_LAYERS = [  # no bias before BatchNorm: its gradient is 0 but for rounding, w
 def _bn_config(tmp_path):
     # 1280 training samples: 20 global batches of 64, split evenly over 2 ranks
     data = {**TINY["data"], "validation_split": 0.1092}
-    config = {**TINY, "data": data, "model": {"layers": BN_LAYERS},
-              "train": {"epochs": 2, "verbose": 2}}
+    config = {
+        **TINY,
+        "data": data,
+        "model": {"layers": BN_LAYERS},
+        "train": {"epochs": 2, "verbose": 2},
+    }
     path = tmp_path / "bn.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -434,22 +456,34 @@ def test_cli_sync_batchnorm_in_one_process_is_batchnorm(tmp_path, monkeypatch):
 
     converted = []
     convert = build.sync_batchnorm
-    monkeypatch.setattr(build, "sync_batchnorm",
-                        lambda config, model: converted.append(convert(config, model)) or
-                        converted[-1])
+    monkeypatch.setattr(
+        build,
+        "sync_batchnorm",
+        lambda config, model: converted.append(convert(config, model)) or converted[-1],
+    )
     monkeypatch.chdir(tmp_path)
     path = _bn_config(tmp_path)
     for out, flag in (("sync", "true"), ("plain", "false")):
-        result = CliRunner().invoke(app, ["train", str(path), "--set", f"output.dir={out}",
-                                          "--set", f"distributed.sync_batchnorm={flag}"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "train",
+                str(path),
+                "--set",
+                f"output.dir={out}",
+                "--set",
+                f"distributed.sync_batchnorm={flag}",
+            ],
+        )
         assert result.exit_code == 0, result.output
     assert [type(m[1]).__name__ for m in converted] == ["SyncBatchNorm", "BatchNorm1d"]
     a, b = (io.read_checkpoint(tmp_path / d / "last.h5") for d in ("sync", "plain"))
     assert a["model"].keys() == b["model"].keys()
     for key, value in b["model"].items():
         np.testing.assert_array_equal(a["model"][key], value, err_msg=key)
-    result = CliRunner().invoke(app, ["evaluate", str(path), "--checkpoint",
-                                      str(tmp_path / "sync" / "last.h5")])
+    result = CliRunner().invoke(
+        app, ["evaluate", str(path), "--checkpoint", str(tmp_path / "sync" / "last.h5")]
+    )
     assert result.exit_code == 0, result.output  # a SyncBatchNorm run's checkpoint: BatchNorm
 
 
@@ -462,11 +496,14 @@ def test_cli_train_with_sync_batchnorm_under_mpiexec(tmp_path):
 
     path = _bn_config(tmp_path)
     sync = ["--set", "distributed.sync_batchnorm=true"]
-    parallel = test_mpi.check(test_mpi.run(
-        ["-m", "nnkit.cli", "train", path, "--set", "output.dir=mpi", *sync], cwd=tmp_path,
-        n=2))
-    test_mpi.check(test_mpi.run(["-m", "nnkit.cli", "train", path, "--set", "output.dir=one"],
-                                cwd=tmp_path))
+    parallel = test_mpi.check(
+        test_mpi.run(
+            ["-m", "nnkit.cli", "train", path, "--set", "output.dir=mpi", *sync], cwd=tmp_path, n=2
+        )
+    )
+    test_mpi.check(
+        test_mpi.run(["-m", "nnkit.cli", "train", path, "--set", "output.dir=one"], cwd=tmp_path)
+    )
     assert parallel.stdout.count("Epoch 2/2") == 1
     a, b = (io.read_checkpoint(tmp_path / d / "last.h5") for d in ("mpi", "one"))
     assert any("running_var" in key for key in b["model"])

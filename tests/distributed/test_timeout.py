@@ -63,8 +63,10 @@ def test_a_collective_past_its_timeout_fires_once_with_one_line():
     assert dog.fired and len(record.messages) == 1
     (message,) = record.messages
     assert "\n" not in message
-    assert message.startswith("[rank 0 of 2] allreduce (sum) of 12345 float32 values still "
-                              "waits for the other ranks after 0.3 s (timeout 0.3 s)")
+    assert message.startswith(
+        "[rank 0 of 2] allreduce (sum) of 12345 float32 values still "
+        "waits for the other ranks after 0.3 s (timeout 0.3 s)"
+    )
     for where in ("distributed.timeout", "timeout= of nnkit.distributed.init", TIMEOUT_ENV):
         assert where in message
 
@@ -172,8 +174,10 @@ def test_an_invalid_environment_value_names_the_variable(monkeypatch, text):
     monkeypatch.setenv(TIMEOUT_ENV, text)
     with pytest.raises(ValueError) as info:
         resolve_timeout()
-    assert str(info.value) == (f"environment variable {TIMEOUT_ENV}={text!r}: expected a "
-                               "positive number of seconds (e.g. 600)")
+    assert str(info.value) == (
+        f"environment variable {TIMEOUT_ENV}={text!r}: expected a "
+        "positive number of seconds (e.g. 600)"
+    )
 
 
 @pytest.fixture
@@ -227,8 +231,12 @@ class FakeComm:
 
 def fake_mpi(thread_level: int):
     return types.SimpleNamespace(
-        SUM="sum", MAX="max", MIN="min", IN_PLACE="in place",
-        THREAD_MULTIPLE=3, Query_thread=lambda: thread_level,
+        SUM="sum",
+        MAX="max",
+        MIN="min",
+        IN_PLACE="in place",
+        THREAD_MULTIPLE=3,
+        Query_thread=lambda: thread_level,
     )
 
 
@@ -243,8 +251,10 @@ def exits(monkeypatch):
     ("collective", "description"),
     [
         (lambda c: c.allreduce_(nnkit.zeros(2, 3), op="max"), "allreduce (max) of 6 float32"),
-        (lambda c: c.broadcast_(nnkit.zeros(4, dtype=nnkit.float64), root=1),
-         "broadcast from rank 1 of 4 float64"),
+        (
+            lambda c: c.broadcast_(nnkit.zeros(4, dtype=nnkit.float64), root=1),
+            "broadcast from rank 1 of 4 float64",
+        ),
         (lambda c: c.barrier(), "barrier"),
     ],
 )
@@ -367,7 +377,8 @@ def test_a_stuck_rank_ends_the_job_after_the_timeout(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(
         "[rank 0 of 2] allreduce (sum) of 12345 float32 values still waits for the other "
-        "ranks after 2."), lines[0]
+        "ranks after 2."
+    ), lines[0]
     assert "(timeout 2 s)" in lines[0] and TIMEOUT_ENV in lines[0]
 
 

@@ -22,8 +22,13 @@ from nnkit.optim import lr_scheduler as lrs
 
 
 def _cnn():
-    return L.Sequential(L.Conv2d(1, 3, 3, padding=1), L.BatchNorm2d(3), L.ReLU(), L.Flatten(),
-                        L.Linear(3 * 4 * 4, 2))
+    return L.Sequential(
+        L.Conv2d(1, 3, 3, padding=1),
+        L.BatchNorm2d(3),
+        L.ReLU(),
+        L.Flatten(),
+        L.Linear(3 * 4 * 4, 2),
+    )
 
 
 def _lstm():
@@ -45,8 +50,9 @@ def _assert_state_equal(a, b):
         assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), key
 
 
-@pytest.mark.parametrize("make, shape", [(_cnn, (2, 1, 4, 4)), (_lstm, (2, 5, 3))],
-                         ids=["conv-batchnorm-linear", "lstm"])
+@pytest.mark.parametrize(
+    "make, shape", [(_cnn, (2, 1, 4, 4)), (_lstm, (2, 5, 3))], ids=["conv-batchnorm-linear", "lstm"]
+)
 @pytest.mark.parametrize("saver", ["checkpoint", "weights"])
 def test_model_weights_round_trip_into_a_fresh_model(tmp_path, make, shape, saver):
     x = nnkit.randn(*shape)
@@ -118,8 +124,15 @@ def test_returned_metadata_and_raw_states(tmp_path):
     model = L.Linear(2, 2)
     opt = SGD(model.parameters(), lr=0.1)
     extra = {"best": 0.25, "history": [1.0, 0.5], "tag": "run-1", "none": None}
-    save_checkpoint(tmp_path / "c.h5", model=model, optimizer=opt, epoch=3, step=120,
-                    extra=extra, config="model:\n  units: 2\n")
+    save_checkpoint(
+        tmp_path / "c.h5",
+        model=model,
+        optimizer=opt,
+        epoch=3,
+        step=120,
+        extra=extra,
+        config="model:\n  units: 2\n",
+    )
     info = load_checkpoint(tmp_path / "c.h5", model=L.Linear(2, 2), restore_rng=False)
     assert (info["epoch"], info["step"], info["extra"]) == (3, 120, extra)
     assert info["config"] == "model:\n  units: 2\n"
@@ -127,9 +140,13 @@ def test_returned_metadata_and_raw_states(tmp_path):
     assert info["optimizer"]["param_groups"][0]["lr"] == 0.1 and "model" not in info
     assert info["rng"]["bit_generator"] == "PCG64"
     attrs = read_checkpoint(tmp_path / "c.h5")["attrs"]
-    assert attrs == {"nnkit_format": "nnkit-checkpoint", "format_version": 2,
-                     "nnkit_version": nnkit.__version__, "contents": "checkpoint",
-                     "config": "model:\n  units: 2\n"}
+    assert attrs == {
+        "nnkit_format": "nnkit-checkpoint",
+        "format_version": 2,
+        "nnkit_version": nnkit.__version__,
+        "contents": "checkpoint",
+        "config": "model:\n  units: 2\n",
+    }
 
 
 def test_config_mapping_is_stored_as_yaml_text(tmp_path):
@@ -153,8 +170,7 @@ class _Counter:
 def test_callback_states_round_trip(tmp_path):
     early = _Counter()
     early.best, early.wait = 0.125, 2
-    save_checkpoint(tmp_path / "c.h5", callbacks={"early_stopping": early,
-                                                  "plain": {"x": [1, 2]}})
+    save_checkpoint(tmp_path / "c.h5", callbacks={"early_stopping": early, "plain": {"x": [1, 2]}})
     restored = _Counter()
     info = load_checkpoint(tmp_path / "c.h5", callbacks={"early_stopping": restored})
     assert (restored.best, restored.wait) == (0.125, 2) and "callbacks" not in info
@@ -176,17 +192,22 @@ def test_rng_state_is_restored(tmp_path):
 X = np.random.default_rng(0).standard_normal((40, 6)).astype(np.float32)
 Y = np.random.default_rng(1).integers(0, 3, 40)
 OPTIMIZERS = {
-    "sgd-momentum-steplr": (lambda ps: SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
-                            lambda o: lrs.StepLR(o, 3, gamma=0.5)),
-    "adam-amsgrad-onecycle": (lambda ps: Adam(ps, lr=0.01, amsgrad=True),
-                              lambda o: lrs.OneCycleLR(o, 0.05, 20)),
+    "sgd-momentum-steplr": (
+        lambda ps: SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+        lambda o: lrs.StepLR(o, 3, gamma=0.5),
+    ),
+    "adam-amsgrad-onecycle": (
+        lambda ps: Adam(ps, lr=0.01, amsgrad=True),
+        lambda o: lrs.OneCycleLR(o, 0.05, 20),
+    ),
 }
 
 
 def _setup(name):
     make_opt, make_sched = OPTIMIZERS[name]
-    model = L.Sequential(L.Linear(6, 16), L.BatchNorm1d(16), L.ReLU(), L.Dropout(0.3),
-                         L.Linear(16, 3))
+    model = L.Sequential(
+        L.Linear(6, 16), L.BatchNorm1d(16), L.ReLU(), L.Dropout(0.3), L.Linear(16, 3)
+    )
     opt = make_opt(model.parameters())
     # No explicit seed: the shuffling seed comes from the global RNG, the checkpoint keeps it.
     loader = DataLoader(TensorDataset(X, Y), batch_size=8, shuffle=True)
@@ -213,15 +234,23 @@ def test_resume_continues_bit_for_bit(tmp_path, name):
     model, opt, sched, loader = _setup(name)
     batches = _batches(loader)
     _train(model, opt, sched, batches, 3)  # stops mid-epoch: 5 batches per epoch
-    save_checkpoint(tmp_path / "c.h5", model=model, optimizer=opt, scheduler=sched,
-                    loader=loader, epoch=0, step=3)
+    save_checkpoint(
+        tmp_path / "c.h5",
+        model=model,
+        optimizer=opt,
+        scheduler=sched,
+        loader=loader,
+        epoch=0,
+        step=3,
+    )
     _train(model, opt, sched, batches, 9)  # crosses two epoch boundaries
     after = nnkit.rand(3).numpy()
 
     nnkit.manual_seed(12345)
     model2, opt2, sched2, loader2 = _setup(name)
-    info = load_checkpoint(tmp_path / "c.h5", model=model2, optimizer=opt2, scheduler=sched2,
-                           loader=loader2)
+    info = load_checkpoint(
+        tmp_path / "c.h5", model=model2, optimizer=opt2, scheduler=sched2, loader=loader2
+    )
     assert info["step"] == 3
     _train(model2, opt2, sched2, _batches(loader2), 9)
     for (key, p), p2 in zip(model.state_dict().items(), model2.state_dict().values()):

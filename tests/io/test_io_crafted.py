@@ -57,8 +57,9 @@ def good(tmp_path):
 
 
 def load_in_child(path, how="load_checkpoint"):
-    out = subprocess.run([sys.executable, "-c", _LOAD, str(path), how], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(path), how], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["seconds"] < 5, result
@@ -87,8 +88,14 @@ def test_a_huge_declared_dataset_is_refused_before_reading(good, dataset, elemen
 
 
 def test_compressed_zeros_are_refused(good):
-    replace(good, "optimizer/state/0/exp_avg", shape=(2**28,), dtype="f4", chunks=(2**20,),
-            compression="gzip")  # 1 GiB of zeros (the fill value) in a few bytes
+    replace(
+        good,
+        "optimizer/state/0/exp_avg",
+        shape=(2**28,),
+        dtype="f4",
+        chunks=(2**20,),
+        compression="gzip",
+    )  # 1 GiB of zeros (the fill value) in a few bytes
     error = load_in_child(good)
     assert "optimizer.state.0.exp_avg: is stored through filter(s)" in error
 

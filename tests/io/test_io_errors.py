@@ -88,9 +88,11 @@ def test_missing_directory_is_reported(tmp_path):
 
 
 # ---------------------------------------------------------------- unbuilt lazy models
-@pytest.mark.parametrize("save", [lambda p, m: save_checkpoint(p, model=m),
-                                  lambda p, m: save_weights(p, m)],
-                         ids=["save_checkpoint", "save_weights"])
+@pytest.mark.parametrize(
+    "save",
+    [lambda p, m: save_checkpoint(p, model=m), lambda p, m: save_weights(p, m)],
+    ids=["save_checkpoint", "save_weights"],
+)
 def test_unbuilt_lazy_model_raises_before_creating_a_file(tmp_path, save):
     model = L.Sequential(L.Dense(4), L.ReLU())
     with pytest.raises(NotBuiltError, match=r"Dense\(units=4\) has not been built yet"):
@@ -127,11 +129,14 @@ def test_hdf5_file_not_written_by_nnkit(tmp_path):
         load_weights(path, L.Linear(3, 2))
 
 
-@pytest.mark.parametrize("version, match", [
-    (3, r"format version 3 \(written by nnkit 9\.9\), newer than the version 2"),
-    (0, "invalid format_version 0"),
-    ("one", "invalid format_version 'one'"),
-])
+@pytest.mark.parametrize(
+    "version, match",
+    [
+        (3, r"format version 3 \(written by nnkit 9\.9\), newer than the version 2"),
+        (0, "invalid format_version 0"),
+        ("one", "invalid format_version 'one'"),
+    ],
+)
 def test_bad_format_versions(saved, version, match):
     with h5py.File(saved, "a") as f:
         f.attrs["format_version"] = version
@@ -152,7 +157,7 @@ def test_truncated_file(saved, fraction):
 def test_damaged_object_header_is_reported_at_read_time(saved):
     data = bytearray(saved.read_bytes())
     last = data.rindex(b"OHDR")  # the header of an object inside the file, not the root
-    data[last:last + 4] = b"XXXX"
+    data[last : last + 4] = b"XXXX"
     saved.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=r"ckpt\.h5 is damaged or truncated \("):
         read_checkpoint(saved)
@@ -172,8 +177,11 @@ def test_damaged_text_is_reported(saved):
 def test_checkpoint_without_model_group(tmp_path):
     path = tmp_path / "opt.h5"
     save_checkpoint(path, optimizer=SGD(L.Linear(2, 2).parameters(), lr=0.1), epoch=1)
-    with pytest.raises(CheckpointError, match=r"opt\.h5 has no 'model/' group \(it holds: "
-                                              r"optimizer, rng, epoch\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"opt\.h5 has no 'model/' group \(it holds: "
+        r"optimizer, rng, epoch\)",
+    ):
         load_checkpoint(path, model=L.Linear(2, 2))
     with pytest.raises(CheckpointError, match="has no 'model/' group"):
         load_weights(path, L.Linear(2, 2))
@@ -190,10 +198,13 @@ def test_weights_file_has_no_optimizer_or_scheduler(tmp_path):
 def test_strict_model_mismatch_lists_every_key(tmp_path):
     save_weights(tmp_path / "w.h5", L.Sequential(L.Linear(3, 2), L.ReLU(), L.Linear(2, 1)))
     model = L.Sequential(L.Linear(4, 2), L.Linear(2, 1))
-    with pytest.raises(RuntimeError, match=r"(?s)Missing key\(s\) in state_dict: \"1\.weight\", "
-                                           r"\"1\.bias\".*Unexpected key\(s\) in state_dict: "
-                                           r"\"2\.weight\", \"2\.bias\".*size mismatch for "
-                                           r"0\.weight"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)Missing key\(s\) in state_dict: \"1\.weight\", "
+        r"\"1\.bias\".*Unexpected key\(s\) in state_dict: "
+        r"\"2\.weight\", \"2\.bias\".*size mismatch for "
+        r"0\.weight",
+    ):
         load_checkpoint(tmp_path / "w.h5", model=model)
     with pytest.raises(RuntimeError, match="size mismatch for 0.weight") as info:
         load_weights(tmp_path / "w.h5", model, strict=False)
@@ -231,11 +242,14 @@ def test_callbacks_missing_from_file_start_fresh(saved):
     assert info["callbacks_restored"] == ["early"] and cb.state == {"wait": 0}
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"config": 3}, "config must be YAML text or a mapping, got int"),
-    ({"optimizer": object()}, "optimizer: expected an object with state_dict"),
-    ({"callbacks": {"x": 1}}, r"callbacks\['x'\]: expected an object with state_dict"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"config": 3}, "config must be YAML text or a mapping, got int"),
+        ({"optimizer": object()}, "optimizer: expected an object with state_dict"),
+        ({"callbacks": {"x": 1}}, r"callbacks\['x'\]: expected an object with state_dict"),
+    ],
+)
 def test_bad_save_arguments(tmp_path, kwargs, match):
     with pytest.raises(TypeError, match=match):
         save_checkpoint(tmp_path / "c.h5", **kwargs)

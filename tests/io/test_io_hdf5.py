@@ -48,8 +48,12 @@ EDGE_CASES = {
     "big ints": {"pcg": 2**127 + 12345, "neg": -(2**100), "edge": 2**63 - 1, "low": -(2**63)},
     "0-d arrays": {"f": np.array(1.5, np.float32), "i": np.array(3), "b": np.array(True)},
     "numpy scalars": {"f16": np.float16(0.5), "u8": np.uint8(7), "c": np.complex64(1 - 2j)},
-    "arrays": {"empty": np.zeros((0, 3)), "i8": np.arange(6, dtype=np.int8).reshape(2, 3),
-               "bool": np.array([True, False]), "f64": np.linspace(0, 1, 7)},
+    "arrays": {
+        "empty": np.zeros((0, 3)),
+        "i8": np.arange(6, dtype=np.int8).reshape(2, 3),
+        "bool": np.array([True, False]),
+        "f64": np.linspace(0, 1, 7),
+    },
     "int keys": {0: {"step": 1}, 1: {"step": 2}, -5: None, "name": "x"},
     "dotted keys": {"features.0.weight": np.ones(2), "a.b": {"c.d": 1}},
     "deep": {"a": {"b": {"c": {"d": [{"e": ()}]}}}},
@@ -83,19 +87,22 @@ def test_long_lists_keep_numeric_order(tmp_path):
     assert _roundtrip(tmp_path, list(range(25))) == list(range(25))
 
 
-@pytest.mark.parametrize("value, error, match", [
-    ({"a": object()}, TypeError, r"v\.a: cannot store a value of type object"),
-    ({"a": np.array([1, "x"], dtype=object)}, TypeError, "dtype object"),
-    ({"a": np.array(["x"])}, TypeError, "dtype <U1"),
-    ({"k": {(1, 2): 0}}, TypeError, r"v\.k: dict key \(1, 2\) has type tuple"),
-    ({True: 1}, TypeError, "is a bool"),
-    ({"a/b": 1}, ValueError, "not a valid HDF5 name"),
-    ({"": 1}, ValueError, "not a valid HDF5 name"),
-    ({".": 1}, ValueError, "not a valid HDF5 name"),
-    ({"1": 1, 1: 2}, ValueError, "both map to HDF5 name '1'"),
-    ({2**70: 1}, ValueError, "does not fit in 64 bits"),
-    ({"b": b"bytes"}, TypeError, "type bytes"),
-])
+@pytest.mark.parametrize(
+    "value, error, match",
+    [
+        ({"a": object()}, TypeError, r"v\.a: cannot store a value of type object"),
+        ({"a": np.array([1, "x"], dtype=object)}, TypeError, "dtype object"),
+        ({"a": np.array(["x"])}, TypeError, "dtype <U1"),
+        ({"k": {(1, 2): 0}}, TypeError, r"v\.k: dict key \(1, 2\) has type tuple"),
+        ({True: 1}, TypeError, "is a bool"),
+        ({"a/b": 1}, ValueError, "not a valid HDF5 name"),
+        ({"": 1}, ValueError, "not a valid HDF5 name"),
+        ({".": 1}, ValueError, "not a valid HDF5 name"),
+        ({"1": 1, 1: 2}, ValueError, "both map to HDF5 name '1'"),
+        ({2**70: 1}, ValueError, "does not fit in 64 bits"),
+        ({"b": b"bytes"}, TypeError, "type bytes"),
+    ],
+)
 def test_unstorable_values_raise_naming_the_location(tmp_path, value, error, match):
     with pytest.raises(error, match=match):
         _roundtrip(tmp_path, value)
@@ -131,27 +138,53 @@ def _nnkit_file(path):
     return f
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda f: f.create_dataset("extra", (2,), dtype=h5py.vlen_dtype(np.int32)),
-     "dtype object is not read"),
-    (lambda f: f.create_dataset("extra", data=np.zeros(2, [("a", "i4"), ("b", "f8")])),
-     "is not read"),
-    (lambda f: f.create_dataset("extra", data=np.array(["x"], dtype=h5py.string_dtype())),
-     "is not read"),
-    (lambda f: f.create_dataset("extra", data=1).attrs.update(nnkit_type="pickle"),
-     "unknown dataset type 'pickle'"),
-    (lambda f: f.create_group("extra").attrs.update(nnkit_type="set"),
-     "unknown group type 'set'"),
-    (lambda f: f.create_group("extra").attrs.update(nnkit_type="list")
-     or f["extra"].create_dataset("1", data=1), "children 0..n-1"),
-    (lambda f: f.create_dataset("extra", data=[1, 2]).attrs.update(nnkit_type="int"),
-     "must be a 0-d dataset"),
-    (lambda f: f.create_dataset("extra", data=h5py.Empty("f")).attrs.update(nnkit_type="int"),
-     "empty dataset cannot hold"),
-    (lambda f: f.__setitem__("extra", h5py.SoftLink("/elsewhere")), "SoftLink"),
-    (lambda f: f.create_group("extra").__setitem__("x", h5py.ExternalLink("o.h5", "/")),
-     "ExternalLink; links are not followed"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (
+            lambda f: f.create_dataset("extra", (2,), dtype=h5py.vlen_dtype(np.int32)),
+            "dtype object is not read",
+        ),
+        (
+            lambda f: f.create_dataset("extra", data=np.zeros(2, [("a", "i4"), ("b", "f8")])),
+            "is not read",
+        ),
+        (
+            lambda f: f.create_dataset("extra", data=np.array(["x"], dtype=h5py.string_dtype())),
+            "is not read",
+        ),
+        (
+            lambda f: f.create_dataset("extra", data=1).attrs.update(nnkit_type="pickle"),
+            "unknown dataset type 'pickle'",
+        ),
+        (
+            lambda f: f.create_group("extra").attrs.update(nnkit_type="set"),
+            "unknown group type 'set'",
+        ),
+        (
+            lambda f: (
+                f.create_group("extra").attrs.update(nnkit_type="list")
+                or f["extra"].create_dataset("1", data=1)
+            ),
+            "children 0..n-1",
+        ),
+        (
+            lambda f: f.create_dataset("extra", data=[1, 2]).attrs.update(nnkit_type="int"),
+            "must be a 0-d dataset",
+        ),
+        (
+            lambda f: f.create_dataset("extra", data=h5py.Empty("f")).attrs.update(
+                nnkit_type="int"
+            ),
+            "empty dataset cannot hold",
+        ),
+        (lambda f: f.__setitem__("extra", h5py.SoftLink("/elsewhere")), "SoftLink"),
+        (
+            lambda f: f.create_group("extra").__setitem__("x", h5py.ExternalLink("o.h5", "/")),
+            "ExternalLink; links are not followed",
+        ),
+    ],
+)
 def test_foreign_content_is_refused(tmp_path, make, match):
     path = tmp_path / "foreign.h5"
     with _nnkit_file(path) as f:

@@ -61,14 +61,16 @@ def test_a_good_file_verifies(saved):
     assert summary["bytes"] >= (6 * 5 + 5 + 5 * 2 + 2) * 4 * 3  # weights + Adam's moments
 
 
-@pytest.mark.parametrize("dataset", ["model/0.weight", "optimizer/state/0/exp_avg",
-                                     "model/2.bias"])
+@pytest.mark.parametrize("dataset", ["model/0.weight", "optimizer/state/0/exp_avg", "model/2.bias"])
 def test_a_flipped_bit_in_float_data_is_detected_everywhere(saved, dataset):
     flip(saved, dataset, at=1)
     where = dataset.replace("/", ".")
     pattern = rf"ckpt\.h5: {where}: checksum mismatch .*the data is damaged"
-    for read in (lambda: verify_checkpoint(saved), lambda: read_checkpoint(saved),
-                 lambda: load_checkpoint(saved, model=fresh()[0], optimizer=fresh()[1])):
+    for read in (
+        lambda: verify_checkpoint(saved),
+        lambda: read_checkpoint(saved),
+        lambda: load_checkpoint(saved, model=fresh()[0], optimizer=fresh()[1]),
+    ):
         with pytest.raises(CheckpointError, match=pattern):
             read()
     if dataset.startswith("model"):
@@ -126,12 +128,12 @@ nnkit.io.save_checkpoint(sys.argv[1], extra=state)
 
 def test_temp_file_of_a_killed_save_is_removed_by_the_next_save(tmp_path):
     target = tmp_path / "big.h5"
-    child = subprocess.Popen([sys.executable, "-c", _BIG_SAVE, str(target)],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _BIG_SAVE, str(target)], stdout=subprocess.PIPE, text=True
+    )
     assert child.stdout.readline() == "start\n"
     deadline = time.monotonic() + 60
-    while not any(p.name.endswith(".tmp") and p.stat().st_size > 2**20
-                  for p in tmp_path.iterdir()):
+    while not any(p.name.endswith(".tmp") and p.stat().st_size > 2**20 for p in tmp_path.iterdir()):
         assert child.poll() is None and time.monotonic() < deadline, "the save was not caught"
         time.sleep(0.005)
     child.send_signal(signal.SIGKILL)

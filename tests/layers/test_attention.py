@@ -44,13 +44,18 @@ def test_multihead_attention_matches_torch(batch_first, masks, average, device):
     qs = [nnkit.tensor(a, device=device, requires_grad=True) for a in (q, k, v)]
     tqs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
     kw = {"average_attn_weights": average}
-    out, w = layer(*qs, attn_mask=None if attn_mask is None else nnkit.tensor(attn_mask,
-                                                                              device=device),
-                   key_padding_mask=None if pad_mask is None else nnkit.tensor(pad_mask,
-                                                                               device=device),
-                   **kw)
-    tout, tw = ref(*tqs, attn_mask=None if attn_mask is None else torch.tensor(attn_mask),
-                   key_padding_mask=None if pad_mask is None else torch.tensor(pad_mask), **kw)
+    out, w = layer(
+        *qs,
+        attn_mask=None if attn_mask is None else nnkit.tensor(attn_mask, device=device),
+        key_padding_mask=None if pad_mask is None else nnkit.tensor(pad_mask, device=device),
+        **kw,
+    )
+    tout, tw = ref(
+        *tqs,
+        attn_mask=None if attn_mask is None else torch.tensor(attn_mask),
+        key_padding_mask=None if pad_mask is None else torch.tensor(pad_mask),
+        **kw,
+    )
     np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), atol=1e-10)
     np.testing.assert_allclose(w.detach().cpu().numpy(), tw.detach().numpy(), atol=1e-10)
     (out.sum() + (w * w).sum()).backward()
@@ -58,8 +63,7 @@ def test_multihead_attention_matches_torch(batch_first, masks, average, device):
     for a, ta in zip(qs, tqs):
         np.testing.assert_allclose(a.grad.cpu().numpy(), ta.grad.numpy(), atol=1e-10)
     for (name, p), (_, tp) in zip(layer.named_parameters(), ref.named_parameters()):
-        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), atol=1e-10,
-                                   err_msg=name)
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), atol=1e-10, err_msg=name)
 
 
 def test_multihead_attention_with_kdim_vdim_and_unbatched_input():
@@ -82,8 +86,13 @@ def test_multihead_attention_with_kdim_vdim_and_unbatched_input():
 def test_transformer_encoder_layer_matches_torch(norm_first, activation):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
-    kw = {"dim_feedforward": 16, "dropout": 0.0, "activation": activation,
-          "batch_first": True, "norm_first": norm_first}
+    kw = {
+        "dim_feedforward": 16,
+        "dropout": 0.0,
+        "activation": activation,
+        "batch_first": True,
+        "norm_first": norm_first,
+    }
     layer = nn.TransformerEncoderLayer(8, 2, **kw).double().eval()
     ref = torch.nn.TransformerEncoderLayer(8, 2, **kw).double().eval()
     assert list(layer.state_dict()) == list(ref.state_dict())

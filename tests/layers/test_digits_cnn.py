@@ -21,9 +21,15 @@ def _digits():
 
 def _model():
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),      # 16 × 4 × 4
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),     # 32 × 2 × 2
-        nn.Flatten(), nn.Linear(128, 10))
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),  # 16 × 4 × 4
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),  # 32 × 2 × 2
+        nn.Flatten(),
+        nn.Linear(128, 10),
+    )
 
 
 def _accuracy(model, x, y):
@@ -50,7 +56,7 @@ def test_cnn_learns_digits(device):
         order = rng.permutation(len(x_train))
         for start in range(0, len(x_train), batch):
             lr = 0.05 * (1 - step / steps) + 0.002  # linear decay
-            idx = nnkit.tensor(order[start:start + batch], device=device)
+            idx = nnkit.tensor(order[start : start + batch], device=device)
             loss = loss_fn(model(xt[idx]), yt[idx])
             model.zero_grad()
             loss.backward()
@@ -62,4 +68,3 @@ def test_cnn_learns_digits(device):
     accuracy = _accuracy(model, nnkit.tensor(x_test, device=device), y_test)
     print(f"digits CNN test accuracy: {accuracy:.4f}")
     assert accuracy >= 0.95, f"test accuracy {accuracy:.3f}"
-

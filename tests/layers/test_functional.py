@@ -26,8 +26,16 @@ def t64(a, grad=False, device="cpu"):
 
 
 # ------------------------------------------------------------- forward values
-@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(dilation=2, groups=2),
-                                dict(padding="same"), dict(stride=(2, 1), padding=(0, 2))])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(stride=2, padding=1),
+        dict(dilation=2, groups=2),
+        dict(padding="same"),
+        dict(stride=(2, 1), padding=(0, 2)),
+    ],
+)
 def test_conv2d_matches_direct_loop(kw, device, rng):
     x = rng.standard_normal((2, 4, 7, 6))
     w = rng.standard_normal((6, 4 // kw.get("groups", 1), 3, 3))
@@ -54,9 +62,15 @@ def test_conv1d_matches_loop(rng):
     np.testing.assert_allclose(got.numpy(), ref_conv(x, w, stride=2, padding=1), atol=1e-10)
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
-                                dict(kernel_size=3, stride=2, ceil_mode=True),
-                                dict(kernel_size=2, stride=1, dilation=2)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=3, stride=2, ceil_mode=True),
+        dict(kernel_size=2, stride=1, dilation=2),
+    ],
+)
 def test_max_pool2d_matches_loop(kw, device, rng):
     x = rng.standard_normal((2, 3, 7, 8))
     got = F.max_pool2d(t64(x, device=device), **kw)
@@ -103,8 +117,9 @@ def test_bce_with_logits_extreme_logits_finite():
     x = t64([100.0, -100.0, 100.0, -100.0, 0.0], grad=True)
     y = t64([1.0, 0.0, 0.0, 1.0, 0.5])
     loss = F.binary_cross_entropy_with_logits(x, y, reduction="none")
-    np.testing.assert_allclose(loss.detach().numpy(), [0.0, 0.0, 100.0, 100.0, math.log(2)],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        loss.detach().numpy(), [0.0, 0.0, 100.0, 100.0, math.log(2)], atol=1e-12
+    )
     loss.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.0, 1.0, -1.0, 0.0], atol=1e-12)
     f32 = F.binary_cross_entropy_with_logits(nnkit.tensor([1e4, -1e4]), nnkit.tensor([0.0, 1.0]))
@@ -122,8 +137,10 @@ def test_cross_entropy_weighted_mean_and_all_ignored(rng):
     got = F.cross_entropy(t64(x), nnkit.tensor(t), weight=t64(w), label_smoothing=0.2)
     want = ref_cross_entropy(x, t, weight=w, label_smoothing=0.2)
     assert got.item() == pytest.approx(want, rel=1e-12)
-    manual = -(ref_log_softmax(x, 1)[[0, 1, 3, 4], [0, 3, 1, 3]] * w[[0, 3, 1, 3]]).sum() / w[
-        [0, 3, 1, 3]].sum()
+    manual = (
+        -(ref_log_softmax(x, 1)[[0, 1, 3, 4], [0, 3, 1, 3]] * w[[0, 3, 1, 3]]).sum()
+        / w[[0, 3, 1, 3]].sum()
+    )
     assert F.cross_entropy(t64(x), nnkit.tensor(t), weight=t64(w)).item() == pytest.approx(manual)
     assert math.isnan(F.cross_entropy(t64(x), nnkit.full((5,), -100, dtype=nnkit.int64)).item())
 
@@ -182,17 +199,18 @@ def test_gelu_exact_uses_accurate_erf():
     want = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
     np.testing.assert_allclose(F.gelu(t64(x)).numpy(), want, rtol=1e-12, atol=1e-15)
     erf = nnkit.erf(t64(np.linspace(-7, 7, 2001))).numpy()
-    np.testing.assert_allclose(erf, np.vectorize(math.erf)(np.linspace(-7, 7, 2001)),
-                               rtol=1e-14)
+    np.testing.assert_allclose(erf, np.vectorize(math.erf)(np.linspace(-7, 7, 2001)), rtol=1e-14)
 
 
-@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"),
-                                          ("circular", "wrap")])
+@pytest.mark.parametrize(
+    "mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")]
+)
 def test_pad_modes_match_numpy(mode, np_mode, rng):
     x = rng.standard_normal((1, 2, 3, 4))
     got = F.pad(t64(x), (2, 1, 1, 2), mode=mode)
-    np.testing.assert_array_equal(got.numpy(), np.pad(x, [(0, 0), (0, 0), (1, 2), (2, 1)],
-                                                      mode=np_mode))
+    np.testing.assert_array_equal(
+        got.numpy(), np.pad(x, [(0, 0), (0, 0), (1, 2), (2, 1)], mode=np_mode)
+    )
 
 
 def test_sdpa_bool_mask_equals_float_mask_and_causal(rng):
@@ -208,42 +226,95 @@ def test_sdpa_bool_mask_equals_float_mask_and_causal(rng):
 
 
 # ------------------------------------------------------------------- errors
-@pytest.mark.parametrize("call,exc,msg", [
-    (lambda: F.conv2d(nnkit.randn(3, 28, 28), nnkit.randn(4, 1, 3, 3)), nnkit.ShapeError,
-     r"conv2d: expected input with 4 dimensions \(N, C, H, W\), got shape \(3, 28, 28\)"),
-    (lambda: F.conv2d(nnkit.randn(1, 3, 8, 8), nnkit.randn(4, 1, 3, 3)), nnkit.ShapeError,
-     r"conv2d: input has 3 channels but weight expects 1 \(groups=1\)"),
-    (lambda: F.conv2d(nnkit.randn(1, 1, 2, 2), nnkit.randn(4, 1, 3, 3)), nnkit.ShapeError,
-     r"conv2d: the \(padded\) input \(1, 1, 2, 2\) is smaller than"),
-    (lambda: F.conv2d(nnkit.randn(1, 1, 5, 5), nnkit.randn(4, 1, 3, 3), stride=2,
-                      padding="same"), ValueError, "padding='same' is not supported"),
-    (lambda: F.cross_entropy(nnkit.randn(2, 10), nnkit.tensor([3, 12])), IndexError,
-     r"cross_entropy: target class 12 out of range for 10 classes"),
-    (lambda: F.cross_entropy(nnkit.randn(2, 10), nnkit.tensor([3, 1, 2])), nnkit.ShapeError,
-     r"cross_entropy: expected target of shape \(2,\)"),
-    (lambda: F.nll_loss(nnkit.randn(2, 3), nnkit.tensor([-1, 0])), IndexError,
-     r"nll_loss: target class -1 out of range for 3 classes"),
-    (lambda: F.max_pool2d(nnkit.randn(1, 1, 2, 2), 3), nnkit.ShapeError,
-     r"max_pool2d: input \(1, 1, 2, 2\) is too small"),
-    (lambda: F.max_pool2d(nnkit.randn(1, 1, 6, 6), 2, padding=2), ValueError,
-     r"padding should be at most half"),
-    (lambda: F.linear(nnkit.randn(4, 3), nnkit.randn(2, 5)), nnkit.ShapeError,
-     r"linear: input of shape \(4, 3\) does not fit weight of shape \(2, 5\)"),
-    (lambda: F.embedding(nnkit.tensor([0, 7]), nnkit.randn(5, 2)), IndexError,
-     r"embedding: index 7 out of range for 5 embeddings"),
-    (lambda: F.dropout(nnkit.randn(3), 1.5), ValueError, r"dropout probability"),
-    (lambda: F.binary_cross_entropy(nnkit.tensor([1.5]), nnkit.tensor([1.0])), ValueError,
-     r"between 0 and 1"),
-    (lambda: F.mse_loss(nnkit.randn(3), nnkit.randn(3), reduction="avg"), ValueError,
-     r"mse_loss: reduction must be one of"),
-    (lambda: F.batch_norm(nnkit.randn(1, 3), None, None, training=True), ValueError,
-     r"more than 1 value per channel"),
-    (lambda: F.layer_norm(nnkit.randn(2, 5), (4,)), nnkit.ShapeError,
-     r"does not end with normalized_shape \(4,\)"),
-    (lambda: F.pad(nnkit.randn(1, 2), (2, 2), mode="reflect"), ValueError,
-     r"reflect padding \(2, 2\) is invalid"),
-    (lambda: F.gelu(nnkit.randn(2), approximate="fast"), ValueError, r"approximate"),
-])
+@pytest.mark.parametrize(
+    "call,exc,msg",
+    [
+        (
+            lambda: F.conv2d(nnkit.randn(3, 28, 28), nnkit.randn(4, 1, 3, 3)),
+            nnkit.ShapeError,
+            r"conv2d: expected input with 4 dimensions \(N, C, H, W\), got shape \(3, 28, 28\)",
+        ),
+        (
+            lambda: F.conv2d(nnkit.randn(1, 3, 8, 8), nnkit.randn(4, 1, 3, 3)),
+            nnkit.ShapeError,
+            r"conv2d: input has 3 channels but weight expects 1 \(groups=1\)",
+        ),
+        (
+            lambda: F.conv2d(nnkit.randn(1, 1, 2, 2), nnkit.randn(4, 1, 3, 3)),
+            nnkit.ShapeError,
+            r"conv2d: the \(padded\) input \(1, 1, 2, 2\) is smaller than",
+        ),
+        (
+            lambda: F.conv2d(
+                nnkit.randn(1, 1, 5, 5), nnkit.randn(4, 1, 3, 3), stride=2, padding="same"
+            ),
+            ValueError,
+            "padding='same' is not supported",
+        ),
+        (
+            lambda: F.cross_entropy(nnkit.randn(2, 10), nnkit.tensor([3, 12])),
+            IndexError,
+            r"cross_entropy: target class 12 out of range for 10 classes",
+        ),
+        (
+            lambda: F.cross_entropy(nnkit.randn(2, 10), nnkit.tensor([3, 1, 2])),
+            nnkit.ShapeError,
+            r"cross_entropy: expected target of shape \(2,\)",
+        ),
+        (
+            lambda: F.nll_loss(nnkit.randn(2, 3), nnkit.tensor([-1, 0])),
+            IndexError,
+            r"nll_loss: target class -1 out of range for 3 classes",
+        ),
+        (
+            lambda: F.max_pool2d(nnkit.randn(1, 1, 2, 2), 3),
+            nnkit.ShapeError,
+            r"max_pool2d: input \(1, 1, 2, 2\) is too small",
+        ),
+        (
+            lambda: F.max_pool2d(nnkit.randn(1, 1, 6, 6), 2, padding=2),
+            ValueError,
+            r"padding should be at most half",
+        ),
+        (
+            lambda: F.linear(nnkit.randn(4, 3), nnkit.randn(2, 5)),
+            nnkit.ShapeError,
+            r"linear: input of shape \(4, 3\) does not fit weight of shape \(2, 5\)",
+        ),
+        (
+            lambda: F.embedding(nnkit.tensor([0, 7]), nnkit.randn(5, 2)),
+            IndexError,
+            r"embedding: index 7 out of range for 5 embeddings",
+        ),
+        (lambda: F.dropout(nnkit.randn(3), 1.5), ValueError, r"dropout probability"),
+        (
+            lambda: F.binary_cross_entropy(nnkit.tensor([1.5]), nnkit.tensor([1.0])),
+            ValueError,
+            r"between 0 and 1",
+        ),
+        (
+            lambda: F.mse_loss(nnkit.randn(3), nnkit.randn(3), reduction="avg"),
+            ValueError,
+            r"mse_loss: reduction must be one of",
+        ),
+        (
+            lambda: F.batch_norm(nnkit.randn(1, 3), None, None, training=True),
+            ValueError,
+            r"more than 1 value per channel",
+        ),
+        (
+            lambda: F.layer_norm(nnkit.randn(2, 5), (4,)),
+            nnkit.ShapeError,
+            r"does not end with normalized_shape \(4,\)",
+        ),
+        (
+            lambda: F.pad(nnkit.randn(1, 2), (2, 2), mode="reflect"),
+            ValueError,
+            r"reflect padding \(2, 2\) is invalid",
+        ),
+        (lambda: F.gelu(nnkit.randn(2), approximate="fast"), ValueError, r"approximate"),
+    ],
+)
 def test_error_messages(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
@@ -269,44 +340,70 @@ def _compare(ours, theirs, tens, torch, rng, atol=1e-10):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=atol)
 
 
-@pytest.mark.parametrize("kw", [dict(stride=2, padding=1), dict(dilation=2, groups=2),
-                                dict(padding="same"), dict(stride=(1, 2), padding=(2, 0))])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(stride=2, padding=1),
+        dict(dilation=2, groups=2),
+        dict(padding="same"),
+        dict(stride=(1, 2), padding=(2, 0)),
+    ],
+)
 @pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
 def test_torch_conv2d(kw, rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (2, 4, 7, 8), torch)
     w, tw = _pair(rng, (6, 4 // kw.get("groups", 1), 3, 2), torch)
     b, tb = _pair(rng, (6,), torch)
-    _compare(F.conv2d(x, w, b, **kw), torch.nn.functional.conv2d(tx, tw, tb, **kw),
-             [(x, tx), (w, tw), (b, tb)], torch, rng)
+    _compare(
+        F.conv2d(x, w, b, **kw),
+        torch.nn.functional.conv2d(tx, tw, tb, **kw),
+        [(x, tx), (w, tw), (b, tb)],
+        torch,
+        rng,
+    )
 
 
 def test_torch_conv2d_double_backward(rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (1, 2, 5, 5), torch)
     w, tw = _pair(rng, (3, 2, 3, 3), torch)
-    gx, = nnkit.autograd.grad(F.conv2d(x, w, stride=2, padding=1).pow(2).sum(), [x],
-                              create_graph=True)
-    tgx, = torch.autograd.grad(torch.nn.functional.conv2d(tx, tw, stride=2, padding=1)
-                               .pow(2).sum(), [tx], create_graph=True)
+    (gx,) = nnkit.autograd.grad(
+        F.conv2d(x, w, stride=2, padding=1).pow(2).sum(), [x], create_graph=True
+    )
+    (tgx,) = torch.autograd.grad(
+        torch.nn.functional.conv2d(tx, tw, stride=2, padding=1).pow(2).sum(),
+        [tx],
+        create_graph=True,
+    )
     gx.sum().backward()
     tgx.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), atol=1e-10)
 
 
-@pytest.mark.parametrize("name,kw", [
-    ("max_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
-    ("max_pool2d", dict(kernel_size=2, dilation=2, stride=1)),
-    ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
-    ("avg_pool2d", dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1),
-                        count_include_pad=False)),
-    ("adaptive_avg_pool2d", dict(output_size=(3, 4))),
-])
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("max_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+        ("max_pool2d", dict(kernel_size=2, dilation=2, stride=1)),
+        ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+        (
+            "avg_pool2d",
+            dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1), count_include_pad=False),
+        ),
+        ("adaptive_avg_pool2d", dict(output_size=(3, 4))),
+    ],
+)
 def test_torch_pools(name, kw, rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (2, 3, 7, 9), torch)
-    _compare(getattr(F, name)(x, **kw), getattr(torch.nn.functional, name)(tx, **kw),
-             [(x, tx)], torch, rng)
+    _compare(
+        getattr(F, name)(x, **kw),
+        getattr(torch.nn.functional, name)(tx, **kw),
+        [(x, tx)],
+        torch,
+        rng,
+    )
 
 
 def test_torch_max_pool_indices(rng):
@@ -324,16 +421,26 @@ def test_torch_batch_norm_training(rng):
     b, tb = _pair(rng, (3,), torch)
     rm, rv = nnkit.zeros(3, dtype=nnkit.float64), nnkit.ones(3, dtype=nnkit.float64)
     trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
-    _compare(F.batch_norm(x, rm, rv, w, b, training=True),
-             torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training=True),
-             [(x, tx), (w, tw), (b, tb)], torch, rng)
+    _compare(
+        F.batch_norm(x, rm, rv, w, b, training=True),
+        torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training=True),
+        [(x, tx), (w, tw), (b, tb)],
+        torch,
+        rng,
+    )
     np.testing.assert_allclose(rm.numpy(), trm.numpy())
     np.testing.assert_allclose(rv.numpy(), trv.numpy())
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(label_smoothing=0.15, ignore_index=2),
-                                dict(weight=True, ignore_index=0, reduction="sum"),
-                                dict(weight=True, label_smoothing=0.1)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(label_smoothing=0.15, ignore_index=2),
+        dict(weight=True, ignore_index=0, reduction="sum"),
+        dict(weight=True, label_smoothing=0.1),
+    ],
+)
 def test_torch_cross_entropy(kw, rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (6, 5, 2), torch)
@@ -343,18 +450,26 @@ def test_torch_cross_entropy(kw, rng):
         kw_ours, kw_torch = dict(kw, weight=t64(wv)), dict(kw, weight=torch.tensor(wv))
     else:
         kw_ours = kw_torch = kw
-    _compare(F.cross_entropy(x, nnkit.tensor(tgt), **kw_ours),
-             torch.nn.functional.cross_entropy(tx, torch.tensor(tgt), **kw_torch),
-             [(x, tx)], torch, rng)
+    _compare(
+        F.cross_entropy(x, nnkit.tensor(tgt), **kw_ours),
+        torch.nn.functional.cross_entropy(tx, torch.tensor(tgt), **kw_torch),
+        [(x, tx)],
+        torch,
+        rng,
+    )
 
 
 def test_torch_cross_entropy_probabilities(rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (4, 3), torch)
     p = ref_softmax(rng.standard_normal((4, 3)), 1)
-    _compare(F.cross_entropy(x, t64(p), label_smoothing=0.2),
-             torch.nn.functional.cross_entropy(tx, torch.tensor(p), label_smoothing=0.2),
-             [(x, tx)], torch, rng)
+    _compare(
+        F.cross_entropy(x, t64(p), label_smoothing=0.2),
+        torch.nn.functional.cross_entropy(tx, torch.tensor(p), label_smoothing=0.2),
+        [(x, tx)],
+        torch,
+        rng,
+    )
 
 
 @pytest.mark.parametrize("mask", ["bool", "float", "causal"])
@@ -373,27 +488,49 @@ def test_torch_sdpa(mask, rng):
         kw_ours, kw_torch = dict(attn_mask=t64(m)), dict(attn_mask=torch.tensor(m))
     else:
         kw_ours = kw_torch = dict(is_causal=True)
-    _compare(F.scaled_dot_product_attention(q, k, v, **kw_ours),
-             torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **kw_torch),
-             [(q, tq), (k, tk), (v, tv)], torch, rng)
+    _compare(
+        F.scaled_dot_product_attention(q, k, v, **kw_ours),
+        torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **kw_torch),
+        [(q, tq), (k, tk), (v, tv)],
+        torch,
+        rng,
+    )
 
 
-@pytest.mark.parametrize("name,kw", [("gelu", {}), ("gelu", dict(approximate="tanh")),
-                                     ("silu", {}), ("elu", dict(alpha=0.7)),
-                                     ("leaky_relu", dict(negative_slope=0.1)),
-                                     ("log_softmax", dict(dim=1)), ("softmax", dict(dim=0))])
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("gelu", {}),
+        ("gelu", dict(approximate="tanh")),
+        ("silu", {}),
+        ("elu", dict(alpha=0.7)),
+        ("leaky_relu", dict(negative_slope=0.1)),
+        ("log_softmax", dict(dim=1)),
+        ("softmax", dict(dim=0)),
+    ],
+)
 def test_torch_activations(name, kw, rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (4, 5), torch)
-    _compare(getattr(F, name)(x, **kw), getattr(torch.nn.functional, name)(tx, **kw),
-             [(x, tx)], torch, rng)
+    _compare(
+        getattr(F, name)(x, **kw),
+        getattr(torch.nn.functional, name)(tx, **kw),
+        [(x, tx)],
+        torch,
+        rng,
+    )
 
 
 def test_torch_layer_and_group_norm(rng):
     torch = pytest.importorskip("torch")
     x, tx = _pair(rng, (2, 4, 3), torch)
     w, tw = _pair(rng, (4, 3), torch)
-    _compare(F.layer_norm(x, (4, 3), w), torch.nn.functional.layer_norm(tx, (4, 3), tw),
-             [(x, tx), (w, tw)], torch, rng)
+    _compare(
+        F.layer_norm(x, (4, 3), w),
+        torch.nn.functional.layer_norm(tx, (4, 3), tw),
+        [(x, tx), (w, tw)],
+        torch,
+        rng,
+    )
     x, tx = _pair(rng, (2, 4, 3), torch)
     _compare(F.group_norm(x, 2), torch.nn.functional.group_norm(tx, 2), [(x, tx)], torch, rng)

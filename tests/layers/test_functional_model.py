@@ -42,8 +42,11 @@ def arr(t):
 
 def table_rows(lines):
     """{layer name: its row} of a summary's table."""
-    return {m.group(1): line for line in lines
-            if (m := re.match(r"^(\S+) \(\w+\) ", line)) and m.group(1) != "Layer"}
+    return {
+        m.group(1): line
+        for line in lines
+        if (m := re.match(r"^(\S+) \(\w+\) ", line)) and m.group(1) != "Layer"
+    }
 
 
 def lines_of(model, **kwargs):
@@ -95,24 +98,32 @@ def test_symbolic_calls_leave_modes_statistics_and_randomness_alone():
 
 def test_operators_on_symbolic_tensors_are_recorded_as_layers():
     a, b = nnkit.Input((4,), name="a"), nnkit.Input((4,), name="b")
-    out = [a + b, a - 1.5, 2.0 * b, -a, a * b / 2, a[:, 1:3], (a ** 2).reshape(-1, 2, 2),
-           1 - b]
+    out = [a + b, a - 1.5, 2.0 * b, -a, a * b / 2, a[:, 1:3], (a**2).reshape(-1, 2, 2), 1 - b]
     model = nnkit.Model([a, b], out)
     assert [t.shape for t in out[:5]] == [(None, 4)] * 5
     assert out[5].shape == (None, 2) and out[6].shape == (None, 2, 2)
     x, y = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
     got = [arr(t) for t in model(nnkit.tensor(x), nnkit.tensor(y))]
-    want = [x + y, x - 1.5, 2 * y, -x, x * y / 2, x[:, 1:3], (x ** 2).reshape(-1, 2, 2), 1 - y]
+    want = [x + y, x - 1.5, 2 * y, -x, x * y / 2, x[:, 1:3], (x**2).reshape(-1, 2, 2), 1 - y]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
-    assert {type(layer).__name__ for layer in model.layers} >= {"Add", "Subtract", "Multiply",
-                                                                "Negative", "GetItem"}
+    assert {type(layer).__name__ for layer in model.layers} >= {
+        "Add",
+        "Subtract",
+        "Multiply",
+        "Negative",
+        "GetItem",
+    }
 
 
 # ----------------------------------------------------------------- naming
 def test_layers_are_named_as_keras_names_them():
-    assert [nn.Dense(2).name, nn.Dense(2).name, nn.Dense(2, name="mine").name,
-            nn.Dense(2).name] == ["dense", "dense_1", "mine", "dense_2"]
+    assert [
+        nn.Dense(2).name,
+        nn.Dense(2).name,
+        nn.Dense(2, name="mine").name,
+        nn.Dense(2).name,
+    ] == ["dense", "dense_1", "mine", "dense_2"]
     assert nn.BatchNorm1d(3).name == "batch_norm1d" and nn.ReLU().name == "re_lu"
     assert nn.LSTM(2, 2).name == "lstm" and nn.Conv2d(1, 1, 1).name == "conv2d"
 
@@ -145,11 +156,11 @@ def test_two_inputs_and_a_shared_layer_train_like_the_computation_by_hand():
     nnkit.manual_seed(0)
     model = two_input_model()
     assert [layer.name for layer in model.layers] == ["a", "b", "shared", "concatenate", "head"]
-    assert list(model.state_dict()) == ["shared.weight", "shared.bias", "head.weight",
-                                        "head.bias"]
+    assert list(model.state_dict()) == ["shared.weight", "shared.bias", "head.weight", "head.bias"]
     assert model.count_params() == 4 * 3 + 3 + 6 * 2 + 2  # the shared weights count once
-    start = {k: torch.tensor(v.numpy().copy(), requires_grad=True)
-             for k, v in model.state_dict().items()}
+    start = {
+        k: torch.tensor(v.numpy().copy(), requires_grad=True) for k, v in model.state_dict().items()
+    }
     rng = np.random.default_rng(1)
     x1, x2 = rng.normal(size=(2, 20, 4)).astype(np.float32)
     y = rng.normal(size=(20, 2)).astype(np.float32)
@@ -162,13 +173,13 @@ def test_two_inputs_and_a_shared_layer_train_like_the_computation_by_hand():
     for _ in range(2):
         total = 0.0
         for i in range(0, 20, 8):
-            t1, t2 = torch.tensor(x1[i:i + 8]), torch.tensor(x2[i:i + 8])
+            t1, t2 = torch.tensor(x1[i : i + 8]), torch.tensor(x2[i : i + 8])
 
             def shared(t):
                 return torch.tanh(t @ start["shared.weight"].T + start["shared.bias"])
 
             pred = torch.cat([shared(t1), shared(t2)], -1) @ start["head.weight"].T
-            loss = ((pred + start["head.bias"] - torch.tensor(y[i:i + 8])) ** 2).mean()
+            loss = ((pred + start["head.bias"] - torch.tensor(y[i : i + 8])) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -176,8 +187,7 @@ def test_two_inputs_and_a_shared_layer_train_like_the_computation_by_hand():
         losses.append(total / 20)
     np.testing.assert_allclose(history.history["loss"], losses, rtol=1e-5)
     for key, value in model.state_dict().items():
-        np.testing.assert_allclose(value.numpy(), start[key].detach().numpy(), rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(value.numpy(), start[key].detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_inputs_may_come_as_a_list_as_arguments_or_by_name():
@@ -197,8 +207,9 @@ def test_several_outputs_with_loss_weights():
     nnkit.manual_seed(0)
     a, b = nnkit.Input((4,), name="a"), nnkit.Input((3,), name="b")
     h = nn.Dense(8, activation="relu")(nn.concatenate([a, b]))
-    model = nnkit.Model({"a": a, "b": b},
-                        [nn.Dense(1, name="value")(h), nn.Dense(2, name="other")(h)])
+    model = nnkit.Model(
+        {"a": a, "b": b}, [nn.Dense(1, name="value")(h), nn.Dense(2, name="other")(h)]
+    )
     assert model.output_names == ["value", "other"]
     assert model.input_shape == [(None, 4), (None, 3)]
     assert model.output_shape == [(None, 1), (None, 2)]
@@ -234,8 +245,12 @@ def test_a_nested_model_is_one_layer_of_the_outer_model():
     merged = nn.Add()([encoder(a), encoder(b)])  # the nested model is shared too
     model = nnkit.Model([a, b], nn.Dense(1, name="score")(merged))
     assert [layer.name for layer in model.layers] == ["a", "b", "encoder", "add", "score"]
-    assert list(model.state_dict()) == ["encoder.dense.weight", "encoder.dense.bias",
-                                        "score.weight", "score.bias"]
+    assert list(model.state_dict()) == [
+        "encoder.dense.weight",
+        "encoder.dense.bias",
+        "score.weight",
+        "score.bias",
+    ]
     x1, x2 = nnkit.randn(5, 4), nnkit.randn(5, 4)
     want = model.get_layer("score")(encoder(x1) + encoder(x2))
     np.testing.assert_allclose(arr(model(x1, x2)), arr(want), rtol=1e-6)
@@ -256,8 +271,9 @@ def test_get_layer_and_a_feature_extractor_from_a_layers_output():
     features = nnkit.Model(model.inputs, model.get_layer("concatenate").output)
     x1, x2 = nnkit.randn(2, 4), nnkit.randn(2, 4)
     shared = model.get_layer("shared")
-    np.testing.assert_allclose(arr(features(x1, x2)),
-                               arr(nnkit.cat([shared(x1), shared(x2)], -1)), rtol=1e-6)
+    np.testing.assert_allclose(
+        arr(features(x1, x2)), arr(nnkit.cat([shared(x1), shared(x2)], -1)), rtol=1e-6
+    )
     assert features.get_layer("shared") is shared  # the same weights
 
 
@@ -305,17 +321,21 @@ def test_training_argument_deepcopy_and_the_subclassing_api_still_works():
 
 # ---------------------------------------------------------------- summary
 def test_summary_numbers_are_keras_numbers():
-    model = nnkit.Sequential([nn.Dense(64, activation="relu"), nn.BatchNorm1d(64),
-                              nn.Dense(10)])
+    model = nnkit.Sequential([nn.Dense(64, activation="relu"), nn.BatchNorm1d(64), nn.Dense(10)])
     model.build((None, 20))
     lines = lines_of(model)
     text = "\n".join(lines)
     assert lines[0] == 'Model: "sequential"'
     assert [line.split()[:3] for line in lines if "(Dense)" in line or "(Batch" in line] == [
-        ["dense", "(Dense)", "(None,"], ["batch_norm1d", "(BatchNorm1d)", "(None,"],
-        ["dense_1", "(Dense)", "(None,"]]
+        ["dense", "(Dense)", "(None,"],
+        ["batch_norm1d", "(BatchNorm1d)", "(None,"],
+        ["dense_1", "(Dense)", "(None,"],
+    ]
     assert [line.split()[-1] for line in lines if "(Dense)" in line or "(Batch" in line] == [
-        "1,344", "256", "650"]
+        "1,344",
+        "256",
+        "650",
+    ]
     assert " Total params: 2,250 (8.79 KB)" in lines
     assert " Trainable params: 2,122 (8.29 KB)" in lines
     assert " Non-trainable params: 128 (512.00 B)" in lines
@@ -349,8 +369,14 @@ def test_summary_of_a_functional_model_has_the_connected_to_column():
 def test_summary_options_and_sizes():
     from nnkit.layers.summary import readable_memory_size
 
-    assert [readable_memory_size(n) for n in (0, 1023, 1024, 7976, 5 * 2 ** 20, 3 * 2 ** 30)] \
-        == ["0.00 B", "1023.00 B", "1.00 KB", "7.79 KB", "5.00 MB", "3.00 GB"]
+    assert [readable_memory_size(n) for n in (0, 1023, 1024, 7976, 5 * 2**20, 3 * 2**30)] == [
+        "0.00 B",
+        "1023.00 B",
+        "1.00 KB",
+        "7.79 KB",
+        "5.00 MB",
+        "3.00 GB",
+    ]
     model = two_input_model()
     rows = table_rows(lines_of(model, layer_range=("shared", "concatenate")))
     assert list(rows) == ["shared", "concatenate"]

@@ -47,21 +47,32 @@ CASES = [
     LayerCase(nn.Linear, {}, (2, 4), (2, 3), 15, args=(4, 3)),
     LayerCase(nn.Linear, {"bias": False}, (2, 5, 4), (2, 5, 3), 12, args=(4, 3)),
     LayerCase(nn.Dense, {"activation": "relu"}, (2, 4), (2, 3), 15, args=(3,)),
-    LayerCase(nn.Dense, {"activation": "tanh", "in_features": 4}, (2, 4), (2, 3), 15,
-              args=(3,)),
-    LayerCase(nn.Dense, {"activation": "softmax", "use_bias": False}, (2, 4), (2, 6), 24,
-              args=(6,)),
+    LayerCase(nn.Dense, {"activation": "tanh", "in_features": 4}, (2, 4), (2, 3), 15, args=(3,)),
+    LayerCase(
+        nn.Dense, {"activation": "softmax", "use_bias": False}, (2, 4), (2, 6), 24, args=(6,)
+    ),
     LayerCase(nn.Identity, {}, (2, 3), (2, 3), 0),
     LayerCase(nn.Flatten, {}, (2, 3, 4), (2, 12), 0),
     LayerCase(nn.Conv1d, {"padding": 1}, (2, 2, 7), (2, 4, 7), 28, args=(2, 4, 3)),
     LayerCase(nn.Conv2d, {}, (2, 2, 6, 6), (2, 4, 4, 4), 76, args=(2, 4, 3)),
-    LayerCase(nn.Conv2d, {"stride": 2, "padding": 1, "groups": 2, "bias": False},
-              (2, 2, 6, 6), (2, 4, 3, 3), 36, args=(2, 4, 3)),
-    LayerCase(nn.Conv2d, {"padding": "same", "padding_mode": "reflect"}, (2, 2, 5, 5),
-              (2, 4, 5, 5), 76, args=(2, 4, 3)),
+    LayerCase(
+        nn.Conv2d,
+        {"stride": 2, "padding": 1, "groups": 2, "bias": False},
+        (2, 2, 6, 6),
+        (2, 4, 3, 3),
+        36,
+        args=(2, 4, 3),
+    ),
+    LayerCase(
+        nn.Conv2d,
+        {"padding": "same", "padding_mode": "reflect"},
+        (2, 2, 5, 5),
+        (2, 4, 5, 5),
+        76,
+        args=(2, 4, 3),
+    ),
     LayerCase(nn.MaxPool2d, {}, (2, 3, 6, 6), (2, 3, 3, 3), 0, args=(2,)),
-    LayerCase(nn.AvgPool2d, {"stride": 2, "padding": 1}, (2, 3, 6, 6), (2, 3, 3, 3), 0,
-              args=(3,)),
+    LayerCase(nn.AvgPool2d, {"stride": 2, "padding": 1}, (2, 3, 6, 6), (2, 3, 3, 3), 0, args=(3,)),
     LayerCase(nn.AdaptiveAvgPool2d, {}, (2, 3, 7, 7), (2, 3, 2, 3), 0, args=((2, 3),)),
     LayerCase(nn.Dropout, {"p": 0.3}, (4, 5), (4, 5), 0),
     LayerCase(nn.BatchNorm1d, {}, (4, 3), (4, 3), 6, args=(3,)),
@@ -71,26 +82,66 @@ CASES = [
     LayerCase(nn.SyncBatchNorm, {}, (4, 3, 2, 2), (4, 3, 2, 2), 6, args=(3,)),
     LayerCase(nn.SyncBatchNorm, {"momentum": None}, (4, 3), (4, 3), 6, args=(3,)),
     LayerCase(nn.LayerNorm, {}, (2, 3, 5), (2, 3, 5), 10, args=(5,)),
-    LayerCase(nn.LayerNorm, {"elementwise_affine": False}, (2, 3, 5), (2, 3, 5), 0,
-              args=((3, 5),)),
-    LayerCase(nn.Embedding, {"padding_idx": 0}, (2, 5), (2, 5, 4), 40, args=(10, 4),
-              integer_input=10),
-    LayerCase(nn.RNN, {"num_layers": 2, "batch_first": True}, (2, 3, 4), (2, 3, 5), 115,
-              args=(4, 5), call=_first),
+    LayerCase(nn.LayerNorm, {"elementwise_affine": False}, (2, 3, 5), (2, 3, 5), 0, args=((3, 5),)),
+    LayerCase(
+        nn.Embedding, {"padding_idx": 0}, (2, 5), (2, 5, 4), 40, args=(10, 4), integer_input=10
+    ),
+    LayerCase(
+        nn.RNN,
+        {"num_layers": 2, "batch_first": True},
+        (2, 3, 4),
+        (2, 3, 5),
+        115,
+        args=(4, 5),
+        call=_first,
+    ),
     LayerCase(nn.RNN, {"nonlinearity": "relu"}, (3, 4), (3, 5), 55, args=(4, 5), call=_first),
-    LayerCase(nn.LSTM, {"bidirectional": True}, (3, 2, 4), (3, 2, 10), 440, args=(4, 5),
-              call=_first),
-    LayerCase(nn.GRU, {"dropout": 0.2, "num_layers": 2}, (3, 2, 4), (3, 2, 5), 345,
-              args=(4, 5), call=_first),
-    LayerCase(nn.MultiheadAttention, {"batch_first": True}, (2, 5, 8), (2, 5, 8), 288,
-              args=(8, 2), call=_attend),
-    LayerCase(nn.MultiheadAttention, {"dropout": 0.1}, (5, 2, 8), (5, 2, 8), 288, args=(8, 2),
-              call=_attend),
-    LayerCase(nn.TransformerEncoderLayer, {"dim_feedforward": 16, "batch_first": True},
-              (2, 5, 8), (2, 5, 8), 600, args=(8, 2)),
-    LayerCase(nn.TransformerEncoderLayer, {"dim_feedforward": 16, "norm_first": True,
-                                           "activation": "gelu"},
-              (5, 2, 8), (5, 2, 8), 600, args=(8, 2)),
+    LayerCase(
+        nn.LSTM, {"bidirectional": True}, (3, 2, 4), (3, 2, 10), 440, args=(4, 5), call=_first
+    ),
+    LayerCase(
+        nn.GRU,
+        {"dropout": 0.2, "num_layers": 2},
+        (3, 2, 4),
+        (3, 2, 5),
+        345,
+        args=(4, 5),
+        call=_first,
+    ),
+    LayerCase(
+        nn.MultiheadAttention,
+        {"batch_first": True},
+        (2, 5, 8),
+        (2, 5, 8),
+        288,
+        args=(8, 2),
+        call=_attend,
+    ),
+    LayerCase(
+        nn.MultiheadAttention,
+        {"dropout": 0.1},
+        (5, 2, 8),
+        (5, 2, 8),
+        288,
+        args=(8, 2),
+        call=_attend,
+    ),
+    LayerCase(
+        nn.TransformerEncoderLayer,
+        {"dim_feedforward": 16, "batch_first": True},
+        (2, 5, 8),
+        (2, 5, 8),
+        600,
+        args=(8, 2),
+    ),
+    LayerCase(
+        nn.TransformerEncoderLayer,
+        {"dim_feedforward": 16, "norm_first": True, "activation": "gelu"},
+        (5, 2, 8),
+        (5, 2, 8),
+        600,
+        args=(8, 2),
+    ),
     LayerCase(nn.ReLU, {}, (3, 4), (3, 4), 0),
     LayerCase(nn.LeakyReLU, {}, (3, 4), (3, 4), 0, args=(0.2,)),
     LayerCase(nn.GELU, {}, (3, 4), (3, 4), 0),
@@ -108,10 +159,8 @@ CASES = [
 def _input(case, device, seed=0):
     rng = np.random.default_rng(seed)
     if case.integer_input:
-        return nnkit.tensor(rng.integers(0, case.integer_input, case.input_shape),
-                            device=device)
-    return nnkit.tensor(rng.standard_normal(case.input_shape).astype(np.float32),
-                        device=device)
+        return nnkit.tensor(rng.integers(0, case.integer_input, case.input_shape), device=device)
+    return nnkit.tensor(rng.standard_normal(case.input_shape).astype(np.float32), device=device)
 
 
 def _make(case, device, seed):
@@ -153,8 +202,9 @@ def test_one_sgd_step_lowers_the_loss(case, device):
     x = _input(case, device)
     layer = _make(case, device, 0)
     out = _run(case, layer, x)
-    target = nnkit.tensor(np.random.default_rng(7).standard_normal(out.shape).astype(
-        np.float32), device=device)
+    target = nnkit.tensor(
+        np.random.default_rng(7).standard_normal(out.shape).astype(np.float32), device=device
+    )
 
     def loss_value():
         return ((_run(case, layer, x) - target) ** 2).mean()
@@ -191,15 +241,24 @@ def test_dropout_scales_kept_values_and_validates_p():
         nn.Dropout(1.5)
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: nn.Linear(0, 3), lambda: nn.Conv2d(3, 4, 3, groups=2),
-    lambda: nn.Conv2d(2, 4, 3, padding_mode="mirror"), lambda: nn.Conv2d(2, 4, (3, 3, 3)),
-    lambda: nn.Conv2d(2, 4, 3, stride=2, padding="same"), lambda: nn.BatchNorm1d(0),
-    lambda: nn.Embedding(3, 2, padding_idx=3), lambda: nn.LSTM(3, 0),
-    lambda: nn.RNN(3, 4, nonlinearity="sigmoid"), lambda: nn.MultiheadAttention(10, 3),
-    lambda: nn.GELU("fast"), lambda: nn.MSELoss(reduction="avg"),
-    lambda: nn.CrossEntropyLoss(label_smoothing=2.0),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: nn.Linear(0, 3),
+        lambda: nn.Conv2d(3, 4, 3, groups=2),
+        lambda: nn.Conv2d(2, 4, 3, padding_mode="mirror"),
+        lambda: nn.Conv2d(2, 4, (3, 3, 3)),
+        lambda: nn.Conv2d(2, 4, 3, stride=2, padding="same"),
+        lambda: nn.BatchNorm1d(0),
+        lambda: nn.Embedding(3, 2, padding_idx=3),
+        lambda: nn.LSTM(3, 0),
+        lambda: nn.RNN(3, 4, nonlinearity="sigmoid"),
+        lambda: nn.MultiheadAttention(10, 3),
+        lambda: nn.GELU("fast"),
+        lambda: nn.MSELoss(reduction="avg"),
+        lambda: nn.CrossEntropyLoss(label_smoothing=2.0),
+    ],
+)
 def test_constructors_reject_bad_arguments_with_the_value(bad):
     with pytest.raises(ValueError, match="Received|within|divisible"):
         bad()
@@ -231,22 +290,31 @@ LOSSES = [
 ]
 
 
-@pytest.mark.parametrize("name,kwargs,input_kind,target_kind", LOSSES,
-                         ids=[f"{n}-{k}" for n, k, _, _ in LOSSES])
+@pytest.mark.parametrize(
+    "name,kwargs,input_kind,target_kind", LOSSES, ids=[f"{n}-{k}" for n, k, _, _ in LOSSES]
+)
 def test_losses_match_torch(name, kwargs, input_kind, target_kind, device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     raw = rng.standard_normal((6, 4))
-    inputs = {"logits": raw, "real": raw, "probs": 1 / (1 + np.exp(-raw)),
-              "log_probs": raw - np.log(np.exp(raw).sum(1, keepdims=True))}[input_kind]
-    target = {"classes": rng.integers(0, 4, 6), "real": rng.standard_normal((6, 4)),
-              "binary": (rng.random((6, 4)) > 0.5).astype(np.float64)}[target_kind]
+    inputs = {
+        "logits": raw,
+        "real": raw,
+        "probs": 1 / (1 + np.exp(-raw)),
+        "log_probs": raw - np.log(np.exp(raw).sum(1, keepdims=True)),
+    }[input_kind]
+    target = {
+        "classes": rng.integers(0, 4, 6),
+        "real": rng.standard_normal((6, 4)),
+        "binary": (rng.random((6, 4)) > 0.5).astype(np.float64),
+    }[target_kind]
     x = nnkit.tensor(inputs, dtype=nnkit.float64, device=device, requires_grad=True)
     loss = getattr(nn, name)(**kwargs)(x, nnkit.tensor(target, device=device))
     tx = torch.tensor(inputs, requires_grad=True)
     ref = getattr(torch.nn, name)(**kwargs)(tx, torch.tensor(target))
-    np.testing.assert_allclose(loss.detach().cpu().numpy(), ref.detach().numpy(), rtol=1e-6,
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        loss.detach().cpu().numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-8
+    )
     loss.sum().backward()
     ref.sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-8)

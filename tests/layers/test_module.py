@@ -26,8 +26,9 @@ class Block(nn.Module):
 
 
 def _net():
-    return nn.Sequential(OrderedDict(features=nn.Sequential(nn.Linear(3, 4), nn.ReLU()),
-                                     head=nn.Linear(4, 2)))
+    return nn.Sequential(
+        OrderedDict(features=nn.Sequential(nn.Linear(3, 4), nn.ReLU()), head=nn.Linear(4, 2))
+    )
 
 
 # ------------------------------------------------------------------ Parameter
@@ -97,9 +98,18 @@ def test_assignment_before_init_is_a_clear_error():
 def test_dotted_names_and_traversal():
     net = _net()
     assert [n for n, _ in net.named_parameters()] == [
-        "features.0.weight", "features.0.bias", "head.weight", "head.bias"]
-    assert [n for n, _ in net.named_modules()] == ["", "features", "features.0", "features.1",
-                                                    "head"]
+        "features.0.weight",
+        "features.0.bias",
+        "head.weight",
+        "head.bias",
+    ]
+    assert [n for n, _ in net.named_modules()] == [
+        "",
+        "features",
+        "features.0",
+        "features.1",
+        "head",
+    ]
     assert [n for n, _ in net.named_children()] == ["features", "head"]
     assert len(list(net.modules())) == 5 and len(list(net.children())) == 2
     assert net.get_submodule("features.0") is net.features[0]
@@ -256,8 +266,11 @@ def test_missing_forward_is_a_clear_error():
 def test_dense_builds_at_first_call_then_has_a_fixed_shape():
     layer = nn.Dense(10, activation="relu")
     assert not layer.built
-    with pytest.raises(NotBuiltError, match=r"^Dense\(units=10, activation=relu\) has not "
-                                            r"been built yet: call the model on a batch"):
+    with pytest.raises(
+        NotBuiltError,
+        match=r"^Dense\(units=10, activation=relu\) has not "
+        r"been built yet: call the model on a batch",
+    ):
         layer.parameters()
     out = layer(nnkit.randn(4, 7))
     assert layer.built and out.shape == (4, 10) and (out >= 0).all().item()
@@ -269,8 +282,11 @@ def test_dense_builds_at_first_call_then_has_a_fixed_shape():
 
 def test_unbuilt_model_fails_for_optimizers_and_checkpoints_naming_the_layer():
     model = nn.Sequential(nn.Dense(8, activation="tanh"), nn.Dense(3))
-    for action in (model.parameters, model.state_dict,
-                   lambda: nnkit.optim.SGD(model.parameters(), lr=0.1)):
+    for action in (
+        model.parameters,
+        model.state_dict,
+        lambda: nnkit.optim.SGD(model.parameters(), lr=0.1),
+    ):
         with pytest.raises(NotBuiltError, match=r"layer '0' of Sequential"):
             action()
     model(nnkit.randn(2, 5))
@@ -299,8 +315,7 @@ def test_lazy_build_follows_input_dtype(device):
 
 # -------------------------------------------------------------------- repr
 def test_nested_repr_like_torch():
-    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Sequential(nn.Flatten(),
-                                                                      nn.Linear(4, 2)))
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Sequential(nn.Flatten(), nn.Linear(4, 2)))
     assert repr(net) == (
         "Sequential(\n"
         "  (0): Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1))\n"
@@ -309,7 +324,8 @@ def test_nested_repr_like_torch():
         "    (0): Flatten(start_dim=1, end_dim=-1)\n"
         "    (1): Linear(in_features=4, out_features=2, bias=True)\n"
         "  )\n"
-        ")")
+        ")"
+    )
 
 
 # --------------------------------------------------------------- containers

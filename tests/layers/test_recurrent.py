@@ -57,8 +57,7 @@ def test_recurrent_matches_torch(name, kwargs, with_state, device):
     (tout.sum() + sum(f.sum() for f in tfinals)).backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), atol=1e-10)
     for (n, p), (_, tp) in zip(layer.named_parameters(), ref.named_parameters()):
-        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), atol=1e-10,
-                                   err_msg=n)
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), atol=1e-10, err_msg=n)
 
 
 def test_unbatched_input_matches_batched():

@@ -36,23 +36,51 @@ KERAS_EXAMPLES = [
     (M.Accuracy, [[1], [2], [3], [4]], [[0], [2], [3], [4]], [1, 1, 0, 0], 0.5),
     (M.BinaryAccuracy, [[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]], None, 0.75),
     (M.BinaryAccuracy, [[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]], [1, 0, 0, 1], 0.5),
-    (M.CategoricalAccuracy, [[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
-     None, 0.5),
-    (M.CategoricalAccuracy, [[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
-     [0.7, 0.3], 0.3),
+    (M.CategoricalAccuracy, [[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None, 0.5),
+    (
+        M.CategoricalAccuracy,
+        [[0, 0, 1], [0, 1, 0]],
+        [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
+        [0.7, 0.3],
+        0.3,
+    ),
     (M.SparseCategoricalAccuracy, [[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]], None, 0.5),
-    (M.SparseCategoricalAccuracy, [[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]],
-     [0.7, 0.3], 0.3),
-    (lambda: M.TopKCategoricalAccuracy(k=1), [[0, 0, 1], [0, 1, 0]],
-     [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None, 0.5),
-    (lambda: M.TopKCategoricalAccuracy(k=1), [[0, 0, 1], [0, 1, 0]],
-     [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], [0.7, 0.3], 0.3),
-    (lambda: M.SparseTopKCategoricalAccuracy(k=1), [2, 1], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
-     None, 0.5),
-    (lambda: M.SparseTopKCategoricalAccuracy(k=1), [2, 1], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
-     [0.7, 0.3], 0.3),
-    (lambda: M.SparseTopKCategoricalAccuracy(k=1, from_sorted_ids=True), [2, 1],
-     [[1, 0, 3], [1, 2, 3]], None, 0.5),
+    (M.SparseCategoricalAccuracy, [[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]], [0.7, 0.3], 0.3),
+    (
+        lambda: M.TopKCategoricalAccuracy(k=1),
+        [[0, 0, 1], [0, 1, 0]],
+        [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
+        None,
+        0.5,
+    ),
+    (
+        lambda: M.TopKCategoricalAccuracy(k=1),
+        [[0, 0, 1], [0, 1, 0]],
+        [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
+        [0.7, 0.3],
+        0.3,
+    ),
+    (
+        lambda: M.SparseTopKCategoricalAccuracy(k=1),
+        [2, 1],
+        [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
+        None,
+        0.5,
+    ),
+    (
+        lambda: M.SparseTopKCategoricalAccuracy(k=1),
+        [2, 1],
+        [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
+        [0.7, 0.3],
+        0.3,
+    ),
+    (
+        lambda: M.SparseTopKCategoricalAccuracy(k=1, from_sorted_ids=True),
+        [2, 1],
+        [[1, 0, 3], [1, 2, 3]],
+        None,
+        0.5,
+    ),
     (M.Precision, [0, 1, 1, 1], [1, 0, 1, 1], None, 0.6666667),
     (M.Precision, [0, 1, 1, 1], [1, 0, 1, 1], [0, 0, 1, 0], 1.0),
     (lambda: M.Precision(top_k=2), [0, 0, 1, 1], [1, 1, 1, 1], None, 0.0),
@@ -63,14 +91,28 @@ KERAS_EXAMPLES = [
     (lambda: M.AUC(num_thresholds=3), [0, 0, 1, 1], [0, 0.5, 0.3, 0.9], [1, 0, 0, 1], 1.0),
     (M.BinaryCrossentropy, [[0, 1], [0, 0]], [[0.6, 0.4], [0.4, 0.6]], None, 0.81492424),
     (M.BinaryCrossentropy, [[0, 1], [0, 0]], [[0.6, 0.4], [0.4, 0.6]], [1, 0], 0.9162905),
-    (M.CategoricalCrossentropy, [[0, 1, 0], [0, 0, 1]], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]],
-     None, 1.1769392),
-    (M.CategoricalCrossentropy, [[0, 1, 0], [0, 0, 1]], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]],
-     [0.3, 0.7], 1.6271976),
-    (M.SparseCategoricalCrossentropy, [1, 2], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]], None,
-     1.1769392),
-    (M.SparseCategoricalCrossentropy, [1, 2], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]], [0.3, 0.7],
-     1.6271976),
+    (
+        M.CategoricalCrossentropy,
+        [[0, 1, 0], [0, 0, 1]],
+        [[0.05, 0.95, 0], [0.1, 0.8, 0.1]],
+        None,
+        1.1769392,
+    ),
+    (
+        M.CategoricalCrossentropy,
+        [[0, 1, 0], [0, 0, 1]],
+        [[0.05, 0.95, 0], [0.1, 0.8, 0.1]],
+        [0.3, 0.7],
+        1.6271976,
+    ),
+    (M.SparseCategoricalCrossentropy, [1, 2], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]], None, 1.1769392),
+    (
+        M.SparseCategoricalCrossentropy,
+        [1, 2],
+        [[0.05, 0.95, 0], [0.1, 0.8, 0.1]],
+        [0.3, 0.7],
+        1.6271976,
+    ),
 ]
 
 
@@ -113,66 +155,114 @@ TWO_UPDATES = {
     # 4 + per-sample sums (3 + 7)
     "Sum": (M.Sum, [([1, 3, 5, 7], [1, 1, 0, 0]), ([[1, 2], [3, 4]], None)], 14.0),
     # per-sample [0.5, 0] then 0.5 with weight 2: (0.5 + 1) / (2 + 2)
-    "MeanSquaredError": (M.MeanSquaredError, [([[0, 1], [0, 0]], [[1, 1], [0, 0]], None),
-                                              ([[1, 1]], [[1, 0]], [2])], 1.5 / 4),
+    "MeanSquaredError": (
+        M.MeanSquaredError,
+        [([[0, 1], [0, 0]], [[1, 1], [0, 0]], None), ([[1, 1]], [[1, 0]], [2])],
+        1.5 / 4,
+    ),
     # per-sample squared errors [0.5, 0] then [4]: sqrt(4.5 / 3)
-    "RootMeanSquaredError": (M.RootMeanSquaredError,
-                             [([[0, 1], [0, 0]], [[1, 1], [0, 0]], None),
-                              ([[2]], [[0]], None)], math.sqrt(1.5)),
+    "RootMeanSquaredError": (
+        M.RootMeanSquaredError,
+        [([[0, 1], [0, 0]], [[1, 1], [0, 0]], None), ([[2]], [[0]], None)],
+        math.sqrt(1.5),
+    ),
     # [0.5, 0] then 1.0 with weight 3: (0.5 + 3) / (2 + 3)
-    "MeanAbsoluteError": (M.MeanAbsoluteError, [([[0, 1], [0, 0]], [[1, 1], [0, 0]], None),
-                                                ([[0, 2]], [[1, 1]], [3])], 0.7),
+    "MeanAbsoluteError": (
+        M.MeanAbsoluteError,
+        [([[0, 1], [0, 0]], [[1, 1], [0, 0]], None), ([[0, 2]], [[1, 1]], [3])],
+        0.7,
+    ),
     # 3 of 4, then [1, 0] weighted [1, 3]: (3 + 1) / (4 + 4)
-    "Accuracy": (M.Accuracy, [([[1], [2], [3], [4]], [[0], [2], [3], [4]], None),
-                              ([[5], [6]], [[5], [0]], [1, 3])], 0.5),
+    "Accuracy": (
+        M.Accuracy,
+        [([[1], [2], [3], [4]], [[0], [2], [3], [4]], None), ([[5], [6]], [[5], [0]], [1, 3])],
+        0.5,
+    ),
     # 3 of 4, then 1 of 2
-    "BinaryAccuracy": (M.BinaryAccuracy,
-                       [([[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]], None),
-                        ([[1], [0]], [[0.4], [0.2]], None)], 4 / 6),
+    "BinaryAccuracy": (
+        M.BinaryAccuracy,
+        [
+            ([[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]], None),
+            ([[1], [0]], [[0.4], [0.2]], None),
+        ],
+        4 / 6,
+    ),
     # 1 of 2, then 1 with weight 2: 3 / 4
-    "CategoricalAccuracy": (M.CategoricalAccuracy,
-                            [([[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None),
-                             ([[1, 0, 0]], [[0.5, 0.3, 0.2]], [2])], 0.75),
-    "SparseCategoricalAccuracy": (M.SparseCategoricalAccuracy,
-                                  [([[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]], None),
-                                   ([0], [[0.5, 0.3, 0.2]], [2])], 0.75),
+    "CategoricalAccuracy": (
+        M.CategoricalAccuracy,
+        [
+            ([[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None),
+            ([[1, 0, 0]], [[0.5, 0.3, 0.2]], [2]),
+        ],
+        0.75,
+    ),
+    "SparseCategoricalAccuracy": (
+        M.SparseCategoricalAccuracy,
+        [([[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]], None), ([0], [[0.5, 0.3, 0.2]], [2])],
+        0.75,
+    ),
     # k=2: both in the top 2, then class 2 (third highest) with weight 2: 2 / 4
-    "TopKCategoricalAccuracy": (lambda: M.TopKCategoricalAccuracy(k=2),
-                                [([[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]],
-                                  None), ([[0, 0, 1]], [[0.5, 0.3, 0.2]], [2])], 0.5),
-    "SparseTopKCategoricalAccuracy": (lambda: M.SparseTopKCategoricalAccuracy(k=2),
-                                      [([2, 1], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None),
-                                       ([2], [[0.5, 0.3, 0.2]], [2])], 0.5),
+    "TopKCategoricalAccuracy": (
+        lambda: M.TopKCategoricalAccuracy(k=2),
+        [
+            ([[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None),
+            ([[0, 0, 1]], [[0.5, 0.3, 0.2]], [2]),
+        ],
+        0.5,
+    ),
+    "SparseTopKCategoricalAccuracy": (
+        lambda: M.SparseTopKCategoricalAccuracy(k=2),
+        [([2, 1], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]], None), ([2], [[0.5, 0.3, 0.2]], [2])],
+        0.5,
+    ),
     # tp 2 fp 1, then tp 1 fp 1: 3 / 5
-    "Precision": (M.Precision, [([0, 1, 1, 1], [1, 0, 1, 1], None),
-                                ([1, 0], [0.7, 0.9], None)], 0.6),
+    "Precision": (
+        M.Precision,
+        [([0, 1, 1, 1], [1, 0, 1, 1], None), ([1, 0], [0.7, 0.9], None)],
+        0.6,
+    ),
     # tp 2 fn 1, then tp 1 fn 1: 3 / 5
-    "Recall": (M.Recall, [([0, 1, 1, 1], [1, 0, 1, 1], None),
-                          ([1, 1], [0.2, 0.9], None)], 0.6),
+    "Recall": (M.Recall, [([0, 1, 1, 1], [1, 0, 1, 1], None), ([1, 1], [0.2, 0.9], None)], 0.6),
     # thresholds [-1e-7, 0.5, 1+1e-7]: tp [3, 2, 0], fp [3, 0, 0], fn [0, 1, 3], tn [0, 3, 3]
     # TPR [1, 2/3, 0], FPR [1, 0, 0]: (1 - 0) * (1 + 2/3) / 2 + 0
-    "AUC": (lambda: M.AUC(num_thresholds=3), [([0, 0, 1, 1], [0, 0.5, 0.3, 0.9], None),
-                                              ([1, 0], [0.6, 0.2], None)], 5 / 6),
+    "AUC": (
+        lambda: M.AUC(num_thresholds=3),
+        [([0, 0, 1, 1], [0, 0.5, 0.3, 0.9], None), ([1, 0], [0.6, 0.2], None)],
+        5 / 6,
+    ),
     # per class (tp, fp, fn): (1, 0, 2), (2, 1, 0), (1+1, 1, 0) -> F1 [0.5, 0.8, 0.8]
-    "F1Score": (f1_docstring,
-                [([[1, 1, 1], [1, 0, 0], [1, 1, 0]],
-                  [[0.2, 0.6, 0.7], [0.2, 0.6, 0.6], [0.6, 0.8, 0.0]], None),
-                 ([[0, 0, 1]], [[0.1, 0.2, 0.9]], None)], [0.5, 0.8, 0.8]),
+    "F1Score": (
+        f1_docstring,
+        [
+            (
+                [[1, 1, 1], [1, 0, 0], [1, 1, 0]],
+                [[0.2, 0.6, 0.7], [0.2, 0.6, 0.6], [0.6, 0.8, 0.0]],
+                None,
+            ),
+            ([[0, 0, 1]], [[0.1, 0.2, 0.9]], None),
+        ],
+        [0.5, 0.8, 0.8],
+    ),
     # per-sample means of -log: [-log .4, (-log .6 - log .4) / 2], then weight 2 on
     # (-log .8 - log .5) / 2; divided by 2 + 2
-    "BinaryCrossentropy": (M.BinaryCrossentropy,
-                           [([[0, 1], [0, 0]], [[0.6, 0.4], [0.4, 0.6]], None),
-                            ([[1, 1]], [[0.8, 0.5]], [2])],
-                           (_log(0.4)[0] + sum(_log(0.6, 0.4)) / 2
-                            + 2 * sum(_log(0.8, 0.5)) / 2) / 4),
-    "CategoricalCrossentropy": (M.CategoricalCrossentropy,
-                                [([[0, 1, 0], [0, 0, 1]], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]],
-                                  None), ([[1, 0, 0]], [[0.5, 0.25, 0.25]], None)],
-                                sum(_log(0.95, 0.1, 0.5)) / 3),
-    "SparseCategoricalCrossentropy": (M.SparseCategoricalCrossentropy,
-                                      [([1, 2], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]], None),
-                                       ([0], [[0.5, 0.25, 0.25]], None)],
-                                      sum(_log(0.95, 0.1, 0.5)) / 3),
+    "BinaryCrossentropy": (
+        M.BinaryCrossentropy,
+        [([[0, 1], [0, 0]], [[0.6, 0.4], [0.4, 0.6]], None), ([[1, 1]], [[0.8, 0.5]], [2])],
+        (_log(0.4)[0] + sum(_log(0.6, 0.4)) / 2 + 2 * sum(_log(0.8, 0.5)) / 2) / 4,
+    ),
+    "CategoricalCrossentropy": (
+        M.CategoricalCrossentropy,
+        [
+            ([[0, 1, 0], [0, 0, 1]], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]], None),
+            ([[1, 0, 0]], [[0.5, 0.25, 0.25]], None),
+        ],
+        sum(_log(0.95, 0.1, 0.5)) / 3,
+    ),
+    "SparseCategoricalCrossentropy": (
+        M.SparseCategoricalCrossentropy,
+        [([1, 2], [[0.05, 0.95, 0], [0.1, 0.8, 0.1]], None), ([0], [[0.5, 0.25, 0.25]], None)],
+        sum(_log(0.95, 0.1, 0.5)) / 3,
+    ),
 }
 
 
@@ -222,15 +312,27 @@ def test_get_config_round_trip(name):
 
 
 def test_configured_round_trips():
-    for m in (M.AUC(num_thresholds=50, curve="PR", summation_method="majoring", name="a",
-                    dtype="float64", multi_label=True, num_labels=2, from_logits=True),
-              M.AUC(thresholds=[0.3, 0.5], label_weights=[1.0, 2.0]),
-              M.Precision(thresholds=[0.2, 0.6], class_id=1), M.Recall(top_k=2),
-              M.F1Score(average="weighted", threshold=0.4), M.FBetaScore(beta=2.0),
-              M.BinaryAccuracy(threshold=0.0),
-              M.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1, axis=1),
-              M.SparseCategoricalCrossentropy(ignore_class=-1),
-              M.SparseTopKCategoricalAccuracy(k=3, from_sorted_ids=True)):
+    for m in (
+        M.AUC(
+            num_thresholds=50,
+            curve="PR",
+            summation_method="majoring",
+            name="a",
+            dtype="float64",
+            multi_label=True,
+            num_labels=2,
+            from_logits=True,
+        ),
+        M.AUC(thresholds=[0.3, 0.5], label_weights=[1.0, 2.0]),
+        M.Precision(thresholds=[0.2, 0.6], class_id=1),
+        M.Recall(top_k=2),
+        M.F1Score(average="weighted", threshold=0.4),
+        M.FBetaScore(beta=2.0),
+        M.BinaryAccuracy(threshold=0.0),
+        M.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1, axis=1),
+        M.SparseCategoricalCrossentropy(ignore_class=-1),
+        M.SparseTopKCategoricalAccuracy(k=3, from_sorted_ids=True),
+    ):
         config = m.get_config()
         assert config == json.loads(json.dumps(config))
         assert type(m).from_config(config).get_config() == config
@@ -275,14 +377,19 @@ def test_regression_metrics_match_sklearn(rng):
     mse = metrics.mean_squared_error(y, p, sample_weight=w)
     np.testing.assert_allclose(_feed(M.MeanSquaredError(), a, b), mse, rtol=1e-5)
     np.testing.assert_allclose(_feed(M.RootMeanSquaredError(), a, b), math.sqrt(mse), rtol=1e-5)
-    np.testing.assert_allclose(_feed(M.MeanAbsoluteError(), a, b),
-                               metrics.mean_absolute_error(y, p, sample_weight=w), rtol=1e-5)
+    np.testing.assert_allclose(
+        _feed(M.MeanAbsoluteError(), a, b),
+        metrics.mean_absolute_error(y, p, sample_weight=w),
+        rtol=1e-5,
+    )
     # (N, 1) targets against (N,) targets: per-sample values either way
     a1 = (a[0][:, :1], a[1][:, 0], a[2])
     b1 = (b[0][:, 0], b[1][:, :1], b[2])
     np.testing.assert_allclose(
         _feed(M.MeanSquaredError(), a1, b1),
-        metrics.mean_squared_error(y[:, 0], p[:, 0], sample_weight=w), rtol=1e-5)
+        metrics.mean_squared_error(y[:, 0], p[:, 0], sample_weight=w),
+        rtol=1e-5,
+    )
 
 
 def test_accuracy_metrics_match_sklearn(rng):
@@ -302,14 +409,16 @@ def test_accuracy_metrics_match_sklearn(rng):
     np.testing.assert_allclose(_feed(M.Accuracy(), *exact), acc, rtol=1e-6)
     for k in (1, 2, 3):
         top = metrics.top_k_accuracy_score(y, p, k=k, sample_weight=w, labels=range(c))
-        np.testing.assert_allclose(_feed(M.SparseTopKCategoricalAccuracy(k=k), a, b), top,
-                                   rtol=1e-6)
-        np.testing.assert_allclose(_feed(M.TopKCategoricalAccuracy(k=k), *onehot), top,
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            _feed(M.SparseTopKCategoricalAccuracy(k=k), a, b), top, rtol=1e-6
+        )
+        np.testing.assert_allclose(_feed(M.TopKCategoricalAccuracy(k=k), *onehot), top, rtol=1e-6)
     binary = [(x[0][:, None] % 2, x[1][:, :1], x[2]) for x in (a, b)]
     np.testing.assert_allclose(
         _feed(M.BinaryAccuracy(), *binary),
-        metrics.accuracy_score(y % 2, p[:, 0] > 0.5, sample_weight=w), rtol=1e-6)
+        metrics.accuracy_score(y % 2, p[:, 0] > 0.5, sample_weight=w),
+        rtol=1e-6,
+    )
 
 
 def test_precision_recall_match_sklearn(rng):
@@ -321,21 +430,32 @@ def test_precision_recall_match_sklearn(rng):
     a, b, (y, p, w) = _two_batches(rng, make)
     for threshold in (0.3, 0.5, 0.7):
         pred = p > threshold
-        np.testing.assert_allclose(_feed(M.Precision(thresholds=threshold), a, b),
-                                   metrics.precision_score(y, pred, sample_weight=w), rtol=1e-6)
-        np.testing.assert_allclose(_feed(M.Recall(thresholds=threshold), a, b),
-                                   metrics.recall_score(y, pred, sample_weight=w), rtol=1e-6)
+        np.testing.assert_allclose(
+            _feed(M.Precision(thresholds=threshold), a, b),
+            metrics.precision_score(y, pred, sample_weight=w),
+            rtol=1e-6,
+        )
+        np.testing.assert_allclose(
+            _feed(M.Recall(thresholds=threshold), a, b),
+            metrics.recall_score(y, pred, sample_weight=w),
+            rtol=1e-6,
+        )
     # a list of thresholds gives a vector, one value per threshold
     m = M.Precision(thresholds=[0.3, 0.5, 0.7])
     out = _feed(m, a, b)
     assert out.shape == (3,)
-    np.testing.assert_allclose(out, [metrics.precision_score(y, p > t, sample_weight=w)
-                                     for t in (0.3, 0.5, 0.7)], rtol=1e-6)
+    np.testing.assert_allclose(
+        out,
+        [metrics.precision_score(y, p > t, sample_weight=w) for t in (0.3, 0.5, 0.7)],
+        rtol=1e-6,
+    )
     # evenly spaced thresholds take the bucketed path: same values
     even = [i / 4 for i in range(5)]
-    np.testing.assert_allclose(_feed(M.Recall(thresholds=even), a, b),
-                               [metrics.recall_score(y, p > t, sample_weight=w) for t in even],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        _feed(M.Recall(thresholds=even), a, b),
+        [metrics.recall_score(y, p > t, sample_weight=w) for t in even],
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("average", [None, "micro", "macro", "weighted"])
@@ -354,13 +474,15 @@ def test_f1_score_matches_sklearn(rng, average):
     out = _feed(M.F1Score(average=average, threshold=0.5), a, b)
     assert out.shape == ((4,) if average is None else ())
     np.testing.assert_allclose(out, expected, rtol=1e-5)
+
     # threshold=None: the row's highest score is the (single) positive
     def make_single(rng, n):
         return _onehot(rng.integers(0, 4, n), 4), rng.uniform(size=(n, 4)), _weights(rng, n)
 
     a, b, (y, p, w) = _two_batches(rng, make_single)
-    expected = metrics.f1_score(y.argmax(1), p.argmax(1), average=average, sample_weight=w,
-                                labels=range(4), zero_division=0)
+    expected = metrics.f1_score(
+        y.argmax(1), p.argmax(1), average=average, sample_weight=w, labels=range(4), zero_division=0
+    )
     out = _feed(M.F1Score(average=average), a, b)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
@@ -374,17 +496,17 @@ def test_crossentropies_match_sklearn_log_loss(rng):
 
     a, b, (y, p, w) = _two_batches(rng, make)
     expected = metrics.log_loss(y, p, sample_weight=w, labels=range(c))
-    np.testing.assert_allclose(_feed(M.SparseCategoricalCrossentropy(), a, b), expected,
-                               rtol=1e-5)
+    np.testing.assert_allclose(_feed(M.SparseCategoricalCrossentropy(), a, b), expected, rtol=1e-5)
     onehot = [(_onehot(x[0], c), x[1], x[2]) for x in (a, b)]
-    np.testing.assert_allclose(_feed(M.CategoricalCrossentropy(), *onehot), expected,
-                               rtol=1e-5)
+    np.testing.assert_allclose(_feed(M.CategoricalCrossentropy(), *onehot), expected, rtol=1e-5)
     logits = [(x[0], np.log(x[1]) + 3.0, x[2]) for x in (a, b)]
-    np.testing.assert_allclose(_feed(M.SparseCategoricalCrossentropy(from_logits=True),
-                                     *logits), expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        _feed(M.SparseCategoricalCrossentropy(from_logits=True), *logits), expected, rtol=1e-5
+    )
     binary = [((x[0] % 2)[:, None], x[1][:, :1] * 0.9 + 0.05, x[2]) for x in (a, b)]
     expected = metrics.log_loss(y % 2, p[:, 0] * 0.9 + 0.05, sample_weight=w)
     np.testing.assert_allclose(_feed(M.BinaryCrossentropy(), *binary), expected, rtol=1e-5)
     as_logits = [(x[0], np.log(x[1] / (1 - x[1])), x[2]) for x in binary]
-    np.testing.assert_allclose(_feed(M.BinaryCrossentropy(from_logits=True), *as_logits),
-                               expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        _feed(M.BinaryCrossentropy(from_logits=True), *as_logits), expected, rtol=1e-5
+    )

@@ -64,8 +64,9 @@ def test_auc_interpolation_formula_exact_and_not_sklearn():
 
 def keras_auc_reference(y_true, y_pred, weights, num_thresholds=200):
     """Keras's ROC-AUC (interpolation) written with NumPy: counts of ``p > t``."""
-    t = np.array([-1e-7] + [(i + 1) / (num_thresholds - 1)
-                            for i in range(num_thresholds - 2)] + [1 + 1e-7])
+    t = np.array(
+        [-1e-7] + [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)] + [1 + 1e-7]
+    )
     pos = np.clip(y_pred, 0, 1)[None, :] > t[:, None]
     lab = (y_true != 0)[None, :]
     tp, fp = (pos & lab) @ weights, (pos & ~lab) @ weights
@@ -128,8 +129,9 @@ def test_auc_logits_multilabel_and_label_weights():
     m.update_state(y_true, y_true)
     close(m, 1.0)
     # Keras's extra-dims case: every label of rank-3 data flattened
-    probs = 1 / (1 + np.exp(np.array([[[-10.0, 10, -10], [10, -10, 10]],
-                                      [[-12.0, 12, -12], [12, -12, 12]]])))
+    probs = 1 / (
+        1 + np.exp(np.array([[[-10.0, 10, -10], [10, -10, 10]], [[-12.0, 12, -12], [12, -12, 12]]]))
+    )
     labels = np.array([[[1, 0, 0], [1, 0, 0]], [[0, 1, 1], [0, 1, 1]]])
     m = M.AUC()
     m.update_state(labels, probs)
@@ -146,13 +148,15 @@ def test_auc_manual_thresholds():
 
 # ------------------------------------------------------------- Precision / Recall
 
+
 def test_precision_recall_top_k_with_ties_and_scalar_weight():
     # Keras's test: the top 3 of [.2, .1, .4, 0, .2] are indices 2, 0, 4 (tie broken to the
     # lower index); of [.2, .6, .4, .2, .2] indices 1, 2, 0
     p, r = M.Precision(top_k=3), M.Recall(top_k=3)
     for m in (p, r):
-        m.update_state([[0, 1, 1, 0, 1]], [[0.2, 0.1, 0.4, 0, 0.2]],
-                       sample_weight=[[1, 4, 2, 3, 5]])
+        m.update_state(
+            [[0, 1, 1, 0, 1]], [[0.2, 0.1, 0.4, 0, 0.2]], sample_weight=[[1, 4, 2, 3, 5]]
+        )
         m.update_state([1, 0, 1, 1, 1], [0.2, 0.6, 0.4, 0.2, 0.2], sample_weight=3)
     close(p, ((2 + 5) + (3 + 3)) / ((1 + 2 + 5) + (3 + 3 + 3)))
     close(r, ((2 + 5) + (3 + 3)) / ((4 + 2 + 5) + (3 + 3 + 3 + 3)))
@@ -163,8 +167,7 @@ def test_precision_recall_top_k_with_ties_and_scalar_weight():
 
 
 def test_precision_recall_class_id():
-    y_pred = [[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.2, 0.6, 0.2], [0.7, 0.2, 0.1],
-              [0.1, 0.1, 0.8]]
+    y_pred = [[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.2, 0.6, 0.2], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8]]
     y_true = [[0, 0, 1], [1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 0, 1]]
     for cls in (M.Precision, M.Recall):
         m = cls(class_id=1)
@@ -179,6 +182,7 @@ def test_precision_recall_class_id():
 
 
 # --------------------------------------------------------------- state handling
+
 
 @pytest.mark.parametrize("name", sorted(TWO_UPDATES))
 def test_merge_state_and_stateless_result_equal_one_stream(name):
@@ -196,8 +200,7 @@ def test_merge_state_and_stateless_result_equal_one_stream(name):
     merged = factory()  # unbuilt (F1Score) merges too
     merged.merge_state(shards)
     close(merged, expected)
-    assert all(isinstance(v, nnkit.Tensor) and v.dtype == nnkit.float32
-               for v in merged.variables)
+    assert all(isinstance(v, nnkit.Tensor) and v.dtype == nnkit.float32 for v in merged.variables)
     stepped = factory()
     first = batches[0]
     stepped.update_state(*first[:-1], sample_weight=first[-1])
@@ -242,12 +245,14 @@ def test_state_errors_and_custom_subclass():
 
 def test_empty_batch_adds_nothing():
     for factory, y_true, y_pred in [
-        (M.Mean, np.zeros((0, 3)), None), (M.MeanSquaredError, np.zeros((0, 1)), np.zeros((0, 1))),
+        (M.Mean, np.zeros((0, 3)), None),
+        (M.MeanSquaredError, np.zeros((0, 1)), np.zeros((0, 1))),
         (M.RootMeanSquaredError, np.zeros(0), np.zeros(0)),
         (M.CategoricalAccuracy, np.zeros((0, 3)), np.zeros((0, 3))),
         (M.SparseCategoricalAccuracy, np.zeros(0), np.zeros((0, 3))),
         (M.SparseTopKCategoricalAccuracy, np.zeros(0), np.zeros((0, 3))),
-        (M.Precision, np.zeros(0), np.zeros(0)), (M.AUC, np.zeros(0), np.zeros(0)),
+        (M.Precision, np.zeros(0), np.zeros(0)),
+        (M.AUC, np.zeros(0), np.zeros(0)),
         (M.F1Score, np.zeros((0, 3)), np.zeros((0, 3))),
         (M.BinaryCrossentropy, np.zeros((0, 1)), np.zeros((0, 1))),
         (M.SparseCategoricalCrossentropy, np.zeros(0), np.zeros((0, 3))),
@@ -278,8 +283,11 @@ def test_metrics_on_device(device):
     onehot = nnkit.tensor([[0, 1, 0], [0, 0, 1], [0, 0, 1]], device=device)
     for m, args, expected in [
         (M.SparseCategoricalAccuracy(), (labels, x), 2 / 3),
-        (M.CategoricalCrossentropy(), (onehot, x),
-         -(math.log(0.7) + math.log(0.1) + math.log(0.6)) / 3),
+        (
+            M.CategoricalCrossentropy(),
+            (onehot, x),
+            -(math.log(0.7) + math.log(0.1) + math.log(0.6)) / 3,
+        ),
         (M.AUC(num_thresholds=3), (onehot, x), None),
         (M.F1Score(average="micro"), (onehot, x), 2 / 3),
         (M.Precision(top_k=1), (onehot, x), 2 / 3),
@@ -293,24 +301,42 @@ def test_metrics_on_device(device):
 
 # ------------------------------------------------------------------ get / errors
 
-@pytest.mark.parametrize("identifier,cls", [
-    ("accuracy", M.Accuracy), ("acc", M.Accuracy), ("Accuracy", M.Accuracy),
-    ("binary_accuracy", M.BinaryAccuracy), ("categorical_accuracy", M.CategoricalAccuracy),
-    ("sparse_categorical_accuracy", M.SparseCategoricalAccuracy),
-    ("top_k_categorical_accuracy", M.TopKCategoricalAccuracy),
-    ("sparse_top_k_categorical_accuracy", M.SparseTopKCategoricalAccuracy),
-    ("mse", M.MeanSquaredError), ("MSE", M.MeanSquaredError),
-    ("mean_squared_error", M.MeanSquaredError), ("mae", M.MeanAbsoluteError),
-    ("mean_absolute_error", M.MeanAbsoluteError),
-    ("root_mean_squared_error", M.RootMeanSquaredError), ("rmse", M.RootMeanSquaredError),
-    ("auc", M.AUC), ("AUC", M.AUC), ("precision", M.Precision), ("Recall", M.Recall),
-    ("f1_score", M.F1Score), ("F1Score", M.F1Score), ("f_beta_score", M.FBetaScore),
-    ("bce", M.BinaryCrossentropy), ("binary_crossentropy", M.BinaryCrossentropy),
-    ("categorical_crossentropy", M.CategoricalCrossentropy),
-    ("sparse_categorical_crossentropy", M.SparseCategoricalCrossentropy),
-    ("mean", M.Mean), ("sum", M.Sum), (M.AUC, M.AUC),
-    ({"class_name": "AUC", "config": {"num_thresholds": 7}}, M.AUC),
-])
+
+@pytest.mark.parametrize(
+    "identifier,cls",
+    [
+        ("accuracy", M.Accuracy),
+        ("acc", M.Accuracy),
+        ("Accuracy", M.Accuracy),
+        ("binary_accuracy", M.BinaryAccuracy),
+        ("categorical_accuracy", M.CategoricalAccuracy),
+        ("sparse_categorical_accuracy", M.SparseCategoricalAccuracy),
+        ("top_k_categorical_accuracy", M.TopKCategoricalAccuracy),
+        ("sparse_top_k_categorical_accuracy", M.SparseTopKCategoricalAccuracy),
+        ("mse", M.MeanSquaredError),
+        ("MSE", M.MeanSquaredError),
+        ("mean_squared_error", M.MeanSquaredError),
+        ("mae", M.MeanAbsoluteError),
+        ("mean_absolute_error", M.MeanAbsoluteError),
+        ("root_mean_squared_error", M.RootMeanSquaredError),
+        ("rmse", M.RootMeanSquaredError),
+        ("auc", M.AUC),
+        ("AUC", M.AUC),
+        ("precision", M.Precision),
+        ("Recall", M.Recall),
+        ("f1_score", M.F1Score),
+        ("F1Score", M.F1Score),
+        ("f_beta_score", M.FBetaScore),
+        ("bce", M.BinaryCrossentropy),
+        ("binary_crossentropy", M.BinaryCrossentropy),
+        ("categorical_crossentropy", M.CategoricalCrossentropy),
+        ("sparse_categorical_crossentropy", M.SparseCategoricalCrossentropy),
+        ("mean", M.Mean),
+        ("sum", M.Sum),
+        (M.AUC, M.AUC),
+        ({"class_name": "AUC", "config": {"num_thresholds": 7}}, M.AUC),
+    ],
+)
 def test_get_resolves_keras_names(identifier, cls):
     m = M.get(identifier)
     assert type(m) is cls
@@ -324,8 +350,10 @@ def test_get_passthrough_and_unknown():
     assert M.get(m) is m and M.get(None) is None
     fn = lambda y_true, y_pred: y_true  # noqa: E731
     assert M.get(fn) is fn
-    with pytest.raises(ValueError, match="Could not interpret metric identifier: 'acuracy'.*"
-                                         "Did you mean 'accuracy'"):
+    with pytest.raises(
+        ValueError,
+        match="Could not interpret metric identifier: 'acuracy'.*Did you mean 'accuracy'",
+    ):
         M.get("acuracy")
     with pytest.raises(ValueError, match="Could not interpret"):
         M.get(3)
@@ -333,33 +361,36 @@ def test_get_passthrough_and_unknown():
         M.get({"class_name": "Nope", "config": {}})
 
 
-@pytest.mark.parametrize("factory,kwargs,argument", [
-    (M.AUC, {"num_thresholds": 1}, "num_thresholds"),
-    (M.AUC, {"num_thresholds": 2.5}, "num_thresholds"),
-    (M.AUC, {"curve": "Invalid"}, "curve"),
-    (M.AUC, {"summation_method": "Invalid"}, "summation_method"),
-    (M.AUC, {"thresholds": [0.5, 1.5]}, "thresholds"),
-    (M.AUC, {"num_labels": 3}, "num_labels"),
-    (M.AUC, {"label_weights": [-1.0, 1.0]}, "label_weights"),
-    (M.Precision, {"thresholds": [0.2, -0.1]}, "thresholds"),
-    (M.Precision, {"top_k": 0}, "top_k"),
-    (M.Recall, {"class_id": -1}, "class_id"),
-    (M.Recall, {"thresholds": "high"}, "thresholds"),
-    (M.F1Score, {"average": "samples"}, "average"),
-    (M.F1Score, {"threshold": 0.0}, "threshold"),
-    (M.F1Score, {"threshold": 1.5}, "threshold"),
-    (M.FBetaScore, {"beta": 0.0}, "beta"),
-    (M.TopKCategoricalAccuracy, {"k": 0}, "k"),
-    (M.SparseTopKCategoricalAccuracy, {"k": 2.0}, "k"),
-    (M.BinaryAccuracy, {"threshold": "0.5"}, "threshold"),
-    (M.BinaryCrossentropy, {"label_smoothing": 2}, "label_smoothing"),
-    (M.BinaryCrossentropy, {"from_logits": "yes"}, "from_logits"),
-    (M.CategoricalCrossentropy, {"axis": 1.0}, "axis"),
-    (M.SparseCategoricalCrossentropy, {"ignore_class": 0.5}, "ignore_class"),
-    (M.Mean, {"dtype": "int32"}, "dtype"),
-    (M.Sum, {"dtype": "nonsense"}, "dtype"),
-    (M.MeanSquaredError, {"name": 3}, "name"),
-])
+@pytest.mark.parametrize(
+    "factory,kwargs,argument",
+    [
+        (M.AUC, {"num_thresholds": 1}, "num_thresholds"),
+        (M.AUC, {"num_thresholds": 2.5}, "num_thresholds"),
+        (M.AUC, {"curve": "Invalid"}, "curve"),
+        (M.AUC, {"summation_method": "Invalid"}, "summation_method"),
+        (M.AUC, {"thresholds": [0.5, 1.5]}, "thresholds"),
+        (M.AUC, {"num_labels": 3}, "num_labels"),
+        (M.AUC, {"label_weights": [-1.0, 1.0]}, "label_weights"),
+        (M.Precision, {"thresholds": [0.2, -0.1]}, "thresholds"),
+        (M.Precision, {"top_k": 0}, "top_k"),
+        (M.Recall, {"class_id": -1}, "class_id"),
+        (M.Recall, {"thresholds": "high"}, "thresholds"),
+        (M.F1Score, {"average": "samples"}, "average"),
+        (M.F1Score, {"threshold": 0.0}, "threshold"),
+        (M.F1Score, {"threshold": 1.5}, "threshold"),
+        (M.FBetaScore, {"beta": 0.0}, "beta"),
+        (M.TopKCategoricalAccuracy, {"k": 0}, "k"),
+        (M.SparseTopKCategoricalAccuracy, {"k": 2.0}, "k"),
+        (M.BinaryAccuracy, {"threshold": "0.5"}, "threshold"),
+        (M.BinaryCrossentropy, {"label_smoothing": 2}, "label_smoothing"),
+        (M.BinaryCrossentropy, {"from_logits": "yes"}, "from_logits"),
+        (M.CategoricalCrossentropy, {"axis": 1.0}, "axis"),
+        (M.SparseCategoricalCrossentropy, {"ignore_class": 0.5}, "ignore_class"),
+        (M.Mean, {"dtype": "int32"}, "dtype"),
+        (M.Sum, {"dtype": "nonsense"}, "dtype"),
+        (M.MeanSquaredError, {"name": 3}, "name"),
+    ],
+)
 def test_bad_arguments_name_metric_and_argument(factory, kwargs, argument):
     with pytest.raises(ValueError) as info:
         factory(**kwargs)

@@ -26,8 +26,16 @@ def cli():
 
 def test_cli_export_predicts_like_nnkit_predict(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    trained = cli("train", CONFIG, "--set", "train.epochs=1", "--set", "train.verbose=0",
-                  "--set", f"output.dir={tmp_path / 'run'}")
+    trained = cli(
+        "train",
+        CONFIG,
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "train.verbose=0",
+        "--set",
+        f"output.dir={tmp_path / 'run'}",
+    )
     assert trained.exit_code == 0, trained.output
     checkpoint = tmp_path / "run" / "last.h5"
     x = np.random.default_rng(0).random((50, 64)).astype(np.float32)
@@ -41,18 +49,21 @@ def test_cli_export_predicts_like_nnkit_predict(cli, tmp_path, monkeypatch):
     assert predicted.exit_code == 0, predicted.output
     classes = [int(line) for line in predicted.output.split()]
 
-    session = ort.InferenceSession(str(tmp_path / "digits.onnx"),
-                                   providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        str(tmp_path / "digits.onnx"), providers=["CPUExecutionProvider"]
+    )
     logits = session.run(None, {session.get_inputs()[0].name: x})[0]
     assert logits.shape == (50, 10)
     assert logits.argmax(axis=1).tolist() == classes
 
 
 def test_cli_export_rejects_a_wrong_suffix_and_a_missing_checkpoint(cli, tmp_path):
-    result = cli("export", CONFIG, "--checkpoint", tmp_path / "none.h5", "--output",
-                 tmp_path / "m.txt")
+    result = cli(
+        "export", CONFIG, "--checkpoint", tmp_path / "none.h5", "--output", tmp_path / "m.txt"
+    )
     assert result.exit_code == 2 and ".onnx" in result.output
-    result = cli("export", CONFIG, "--checkpoint", tmp_path / "none.h5", "--output",
-                 tmp_path / "m.onnx")
+    result = cli(
+        "export", CONFIG, "--checkpoint", tmp_path / "none.h5", "--output", tmp_path / "m.onnx"
+    )
     assert result.exit_code == 2 and "not found" in result.output
     assert not (tmp_path / "m.onnx").exists()

@@ -61,9 +61,19 @@ def test_mlp(tmp_path):
 
 def test_activations_and_softmax(tmp_path):
     model = nn.Sequential(
-        nn.Linear(6, 12), nn.Sigmoid(), nn.Linear(12, 12), nn.Tanh(), nn.LeakyReLU(0.1),
-        nn.ELU(), nn.SiLU(), nn.Softplus(), nn.GELU(approximate="tanh"), nn.ReLU(),
-        nn.Linear(12, 5), nn.LogSoftmax(-1))
+        nn.Linear(6, 12),
+        nn.Sigmoid(),
+        nn.Linear(12, 12),
+        nn.Tanh(),
+        nn.LeakyReLU(0.1),
+        nn.ELU(),
+        nn.SiLU(),
+        nn.Softplus(),
+        nn.GELU(approximate="tanh"),
+        nn.ReLU(),
+        nn.Linear(12, 5),
+        nn.LogSoftmax(-1),
+    )
     export_and_compare(model, nnkit.randn(8, 6), nnkit.randn(3, 6), tmp_path / "act.onnx")
     model = nn.Sequential(nn.Linear(6, 5), nn.Softmax(dim=1))
     export_and_compare(model, nnkit.randn(8, 6), nnkit.randn(1, 6), tmp_path / "sm.onnx")
@@ -71,21 +81,41 @@ def test_activations_and_softmax(tmp_path):
 
 def test_every_other_activation_of_nnkit_nn(tmp_path):
     model = nn.Sequential(
-        nn.Linear(6, 12), nn.Hardswish(), nn.Hardsigmoid(), nn.Linear(12, 12), nn.Mish(),
-        nn.CELU(0.7), nn.Softsign(), nn.Threshold(0.1, -2.0), nn.Hardshrink(0.3),
-        nn.Softshrink(0.2), nn.Tanhshrink(), nn.PReLU(), nn.Linear(12, 12), nn.GLU(),
-        nn.Identity())
+        nn.Linear(6, 12),
+        nn.Hardswish(),
+        nn.Hardsigmoid(),
+        nn.Linear(12, 12),
+        nn.Mish(),
+        nn.CELU(0.7),
+        nn.Softsign(),
+        nn.Threshold(0.1, -2.0),
+        nn.Hardshrink(0.3),
+        nn.Softshrink(0.2),
+        nn.Tanhshrink(),
+        nn.PReLU(),
+        nn.Linear(12, 12),
+        nn.GLU(),
+        nn.Identity(),
+    )
     export_and_compare(model, nnkit.randn(8, 6), nnkit.randn(3, 6), tmp_path / "more.onnx")
 
 
 def test_cnn_with_batchnorm(tmp_path):
     model = nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 8, 3, stride=2, padding=2, dilation=2, groups=2), nn.AvgPool2d(2),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 3))
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, stride=2, padding=2, dilation=2, groups=2),
+        nn.AvgPool2d(2),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 3),
+    )
     model(nnkit.randn(6, 3, 16, 16))  # running statistics that differ from the init
-    export_and_compare(model, nnkit.randn(4, 3, 16, 16), nnkit.randn(2, 3, 16, 16),
-                       tmp_path / "cnn.onnx")
+    export_and_compare(
+        model, nnkit.randn(4, 3, 16, 16), nnkit.randn(2, 3, 16, 16), tmp_path / "cnn.onnx"
+    )
 
 
 def test_conv1d_batchnorm1d_adaptive(tmp_path):
@@ -100,8 +130,13 @@ def test_conv1d_batchnorm1d_adaptive(tmp_path):
             y = self.bn(self.conv(x)).relu()  # (N, 6, 6)
             return self.pool(y.unsqueeze(1)).flatten(1)
 
-    export_and_compare(Net(), nnkit.randn(5, 4, 12), nnkit.randn(2, 4, 12),
-                       tmp_path / "c1.onnx", train_before=False)
+    export_and_compare(
+        Net(),
+        nnkit.randn(5, 4, 12),
+        nnkit.randn(2, 4, 12),
+        tmp_path / "c1.onnx",
+        train_before=False,
+    )
 
 
 def test_pad_and_group_norm(tmp_path):
@@ -114,8 +149,9 @@ def test_pad_and_group_norm(tmp_path):
             y = nnkit.nn.functional.pad(self.conv(x), (1, 1, 2, 0), value=0.5)
             return nnkit.nn.functional.group_norm(y, 2)
 
-    export_and_compare(Net(), nnkit.randn(3, 4, 8, 8), nnkit.randn(5, 4, 8, 8),
-                       tmp_path / "gn.onnx")
+    export_and_compare(
+        Net(), nnkit.randn(3, 4, 8, 8), nnkit.randn(5, 4, 8, 8), tmp_path / "gn.onnx"
+    )
 
 
 def test_layernorm_gelu_block(tmp_path):
@@ -128,24 +164,28 @@ def test_layernorm_gelu_block(tmp_path):
         def forward(self, x):
             return x + self.fc2(self.act(self.norm(self.fc1(x))))
 
-    export_and_compare(Block(), nnkit.randn(4, 7, 16), nnkit.randn(2, 7, 16),
-                       tmp_path / "ln.onnx")
+    export_and_compare(Block(), nnkit.randn(4, 7, 16), nnkit.randn(2, 7, 16), tmp_path / "ln.onnx")
 
 
 def test_keras_sequential(tmp_path):
-    model = nnkit.Sequential([nnkit.layers.Dense(16, activation="relu"),
-                              nnkit.layers.Dense(8, activation="tanh"),
-                              nnkit.layers.Dense(3, activation="softmax")])
+    model = nnkit.Sequential(
+        [
+            nnkit.layers.Dense(16, activation="relu"),
+            nnkit.layers.Dense(8, activation="tanh"),
+            nnkit.layers.Dense(3, activation="softmax"),
+        ]
+    )
     export_and_compare(model, nnkit.randn(5, 8), nnkit.randn(2, 8), tmp_path / "k.onnx")
 
 
 def test_functional_model_with_two_outputs(tmp_path):
     inputs = nnkit.Input((12,))
     hidden = nnkit.layers.Dense(16, activation="relu")(inputs)
-    model = nnkit.Model(inputs, [nnkit.layers.Dense(5, name="digit")(hidden),
-                                 nnkit.layers.Dense(1, name="odd")(hidden)])
-    proto = export_and_compare(model, nnkit.randn(4, 12), nnkit.randn(7, 12),
-                               tmp_path / "f.onnx")
+    model = nnkit.Model(
+        inputs,
+        [nnkit.layers.Dense(5, name="digit")(hidden), nnkit.layers.Dense(1, name="odd")(hidden)],
+    )
+    proto = export_and_compare(model, nnkit.randn(4, 12), nnkit.randn(7, 12), tmp_path / "f.onnx")
     assert len(proto.graph.output) == 2
 
 
@@ -177,8 +217,12 @@ class EmbeddingLSTM(nn.Module):
 
 
 def test_embedding_lstm(tmp_path):
-    export_and_compare(EmbeddingLSTM(), nnkit.randint(0, 20, (4, 6)),
-                       nnkit.randint(0, 20, (2, 6)), tmp_path / "lstm.onnx")
+    export_and_compare(
+        EmbeddingLSTM(),
+        nnkit.randint(0, 20, (4, 6)),
+        nnkit.randint(0, 20, (2, 6)),
+        tmp_path / "lstm.onnx",
+    )
 
 
 def test_gru_and_rnn(tmp_path):
@@ -192,16 +236,15 @@ def test_gru_and_rnn(tmp_path):
             out, h = self.gru(x)
             return self.rnn(out)[0], h
 
-    export_and_compare(Net(), nnkit.randn(3, 6, 5), nnkit.randn(5, 6, 5),
-                       tmp_path / "gru.onnx")
+    export_and_compare(Net(), nnkit.randn(3, 6, 5), nnkit.randn(5, 6, 5), tmp_path / "gru.onnx")
 
 
 @pytest.mark.parametrize("activation,norm_first", [("relu", False), ("gelu", True)])
 def test_transformer_encoder_layer(tmp_path, activation, norm_first):
-    layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, activation=activation,
-                                       batch_first=True, norm_first=norm_first)
-    export_and_compare(layer, nnkit.randn(4, 5, 16), nnkit.randn(2, 5, 16),
-                       tmp_path / "tel.onnx")
+    layer = nn.TransformerEncoderLayer(
+        16, 4, dim_feedforward=32, activation=activation, batch_first=True, norm_first=norm_first
+    )
+    export_and_compare(layer, nnkit.randn(4, 5, 16), nnkit.randn(2, 5, 16), tmp_path / "tel.onnx")
 
 
 def test_cross_attention_two_inputs(tmp_path):
@@ -214,9 +257,13 @@ def test_cross_attention_two_inputs(tmp_path):
             return self.att(q, kv, kv)[0]
 
     proto = export_and_compare(
-        Net(), (nnkit.randn(3, 4, 16), nnkit.randn(3, 6, 16)),
-        (nnkit.randn(2, 4, 16), nnkit.randn(2, 6, 16)), tmp_path / "mha.onnx",
-        input_names=["query", "memory"], output_names=["attended"])
+        Net(),
+        (nnkit.randn(3, 4, 16), nnkit.randn(3, 6, 16)),
+        (nnkit.randn(2, 4, 16), nnkit.randn(2, 6, 16)),
+        tmp_path / "mha.onnx",
+        input_names=["query", "memory"],
+        output_names=["attended"],
+    )
     assert [i.name for i in proto.graph.input] == ["query", "memory"]
     assert [o.name for o in proto.graph.output] == ["attended"]
 

@@ -100,8 +100,12 @@ def test_load_state_dict_accepts_numpy_and_string_keys():
     sd = opt.state_dict()
     as_loaded = {
         "optimizer": np.bytes_(b"Adam"),
-        "state": {"0": {k: np.asarray(v.numpy() if isinstance(v, nnkit.Tensor) else v)
-                        for k, v in sd["state"][0].items()}},
+        "state": {
+            "0": {
+                k: np.asarray(v.numpy() if isinstance(v, nnkit.Tensor) else v)
+                for k, v in sd["state"][0].items()
+            }
+        },
         "param_groups": [{k: np.asarray(v) for k, v in sd["param_groups"][0].items()}],
     }
     b = nnkit.tensor(a.detach().numpy(), requires_grad=True)
@@ -115,8 +119,9 @@ def test_load_state_dict_accepts_numpy_and_string_keys():
     assert opt2.state[b]["step"] == 2 and type(opt2.state[b]["step"]) is int
     assert isinstance(opt2.state[b]["exp_avg"], nnkit.Tensor)
     assert opt2.state[b]["exp_avg"].dtype == b.dtype
-    np.testing.assert_array_equal(opt2.state[b]["exp_avg_sq"].numpy(),
-                                  opt.state[a]["exp_avg_sq"].numpy())
+    np.testing.assert_array_equal(
+        opt2.state[b]["exp_avg_sq"].numpy(), opt.state[a]["exp_avg_sq"].numpy()
+    )
 
 
 def test_repr_lists_groups():
@@ -150,32 +155,41 @@ def test_negative_learning_rate(cls):
 
 
 @pytest.mark.parametrize("cls", [Adam, AdamW])
-@pytest.mark.parametrize(("betas", "message"), [
-    ((1.5, 0.999), "Invalid beta parameter at index 0: 1.5"),
-    ((0.9, 1.0), "Invalid beta parameter at index 1: 1.0"),
-    ((-0.1, 0.9), "Invalid beta parameter at index 0: -0.1"),
-])
+@pytest.mark.parametrize(
+    ("betas", "message"),
+    [
+        ((1.5, 0.999), "Invalid beta parameter at index 0: 1.5"),
+        ((0.9, 1.0), "Invalid beta parameter at index 1: 1.0"),
+        ((-0.1, 0.9), "Invalid beta parameter at index 0: -0.1"),
+    ],
+)
 def test_betas_outside_unit_interval(cls, betas, message):
     with pytest.raises(ValueError, match=message):
         cls([_param()], betas=betas)
 
 
-@pytest.mark.parametrize(("cls", "kwargs", "message"), [
-    (Adam, {"eps": -1e-8}, "Invalid epsilon value: -1e-08"),
-    (AdamW, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
-    (RMSprop, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
-    (Adagrad, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
-    (Adam, {"weight_decay": -1}, "Invalid weight_decay value: -1"),
-    (SGD, {"weight_decay": -0.5}, "Invalid weight_decay value: -0.5"),
-    (SGD, {"momentum": -0.5}, "Invalid momentum value: -0.5"),
-    (RMSprop, {"momentum": -0.5}, "Invalid momentum value: -0.5"),
-    (RMSprop, {"alpha": -0.5}, "Invalid alpha value: -0.5"),
-    (Adagrad, {"lr_decay": -0.5}, "Invalid lr_decay value: -0.5"),
-    (Adagrad, {"initial_accumulator_value": -1.0},
-     "Invalid initial_accumulator_value value: -1.0"),
-    (SGD, {"nesterov": True}, "Nesterov momentum requires a momentum and zero dampening"),
-    (SGD, {"nesterov": True, "momentum": 0.9, "dampening": 0.1}, "Nesterov momentum requires"),
-])
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "message"),
+    [
+        (Adam, {"eps": -1e-8}, "Invalid epsilon value: -1e-08"),
+        (AdamW, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+        (RMSprop, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+        (Adagrad, {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+        (Adam, {"weight_decay": -1}, "Invalid weight_decay value: -1"),
+        (SGD, {"weight_decay": -0.5}, "Invalid weight_decay value: -0.5"),
+        (SGD, {"momentum": -0.5}, "Invalid momentum value: -0.5"),
+        (RMSprop, {"momentum": -0.5}, "Invalid momentum value: -0.5"),
+        (RMSprop, {"alpha": -0.5}, "Invalid alpha value: -0.5"),
+        (Adagrad, {"lr_decay": -0.5}, "Invalid lr_decay value: -0.5"),
+        (
+            Adagrad,
+            {"initial_accumulator_value": -1.0},
+            "Invalid initial_accumulator_value value: -1.0",
+        ),
+        (SGD, {"nesterov": True}, "Nesterov momentum requires a momentum and zero dampening"),
+        (SGD, {"nesterov": True, "momentum": 0.9, "dampening": 0.1}, "Nesterov momentum requires"),
+    ],
+)
 def test_invalid_hyper_parameters(cls, kwargs, message):
     with pytest.raises(ValueError, match=message):
         cls([_param()], **kwargs)
@@ -197,8 +211,11 @@ def test_invalid_hyper_parameter_in_a_group():
 
 @pytest.mark.parametrize("exc", [TypeError, ValueError])
 def test_set_of_params_rejected(exc):
-    with pytest.raises(exc, match="params argument given to the optimizer should be an "
-                                  "iterable of Tensors or dicts, but got set"):
+    with pytest.raises(
+        exc,
+        match="params argument given to the optimizer should be an "
+        "iterable of Tensors or dicts, but got set",
+    ):
         SGD({_param()}, lr=0.1)
 
 
@@ -225,8 +242,7 @@ def test_duplicate_parameter_rejected():
 
 def test_parameter_in_two_groups_rejected():
     a = _param()
-    with pytest.raises(ValueError, match="some parameters appear in more than one parameter "
-                                         "group"):
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
         SGD([{"params": [a]}, {"params": [_param(), a]}], lr=0.1)
     opt = SGD([a], lr=0.1)
     with pytest.raises(ValueError, match="more than one parameter group"):
@@ -246,8 +262,9 @@ def test_non_leaf_rejected():
 
 
 def test_non_tensor_rejected():
-    with pytest.raises(TypeError, match="optimizer can only optimize Tensors, but one of the "
-                                        "params is list"):
+    with pytest.raises(
+        TypeError, match="optimizer can only optimize Tensors, but one of the params is list"
+    ):
         SGD([[1.0, 2.0]], lr=0.1)
 
 
@@ -266,30 +283,37 @@ def _adam_state(*shapes):
 
 def test_load_from_another_optimizer_class():
     sd = _stepped(SGD([_param()], lr=0.1, momentum=0.9), []).state_dict()
-    with pytest.raises(ValueError, match="loaded state dict is for optimizer SGD, but this "
-                                         "optimizer is Adam"):
+    with pytest.raises(
+        ValueError, match="loaded state dict is for optimizer SGD, but this optimizer is Adam"
+    ):
         Adam([_param()]).load_state_dict(sd)
 
 
 def test_load_with_wrong_group_count():
     a, b = _param(), _param()
     opt = Adam([{"params": [a]}, {"params": [b]}])
-    with pytest.raises(ValueError, match="loaded state dict has 1 parameter groups, but the "
-                                         "optimizer has 2"):
+    with pytest.raises(
+        ValueError, match="loaded state dict has 1 parameter groups, but the optimizer has 2"
+    ):
         opt.load_state_dict(_adam_state((2,), (2,)))
 
 
 def test_load_with_wrong_param_count():
     opt = Adam([_param()])
-    with pytest.raises(ValueError, match="parameter group 0 has 2 parameters in the loaded "
-                                         "state dict, but 1 in the optimizer"):
+    with pytest.raises(
+        ValueError,
+        match="parameter group 0 has 2 parameters in the loaded state dict, but 1 in the optimizer",
+    ):
         opt.load_state_dict(_adam_state((2,), (2,)))
 
 
 def test_load_with_wrong_state_shape():
     opt = Adam([_param(), nnkit.zeros(4).requires_grad_()])
-    with pytest.raises(ValueError, match=r"state 'exp_avg' of parameter 1 has shape \(3,\), "
-                                         r"but the parameter has shape \(4,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"state 'exp_avg' of parameter 1 has shape \(3,\), "
+        r"but the parameter has shape \(4,\)",
+    ):
         opt.load_state_dict(_adam_state((2,), (3,)))
 
 
@@ -297,8 +321,11 @@ def test_load_with_missing_state_entry_and_no_class_name():
     sd = _adam_state((2,))
     del sd["optimizer"]
     del sd["state"][0]["exp_avg_sq"]
-    with pytest.raises(ValueError, match=r"state of parameter 0 does not match Adam: "
-                                         r"missing \['exp_avg_sq'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"state of parameter 0 does not match Adam: "
+        r"missing \['exp_avg_sq'\]",
+    ):
         Adam([_param()]).load_state_dict(sd)
 
 

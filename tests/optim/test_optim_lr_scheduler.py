@@ -54,18 +54,28 @@ def _warmup_cosine(t, base, warmup=5, factor=0.1, t_max=10):
 
 SCHEDULES = {
     "step": (lambda o: StepLR(o, 3, gamma=0.5), lambda t, b: b * 0.5 ** (t // 3)),
-    "multistep": (lambda o: MultiStepLR(o, [9, 2, 5, 5], gamma=0.1),
-                  lambda t, b: b * 0.1 ** sum(m <= t for m in [2, 5, 5, 9])),
+    "multistep": (
+        lambda o: MultiStepLR(o, [9, 2, 5, 5], gamma=0.1),
+        lambda t, b: b * 0.1 ** sum(m <= t for m in [2, 5, 5, 9]),
+    ),
     "exponential": (lambda o: ExponentialLR(o, 0.9), lambda t, b: b * 0.9**t),
-    "cosine": (lambda o: CosineAnnealingLR(o, 10, eta_min=0.01),
-               lambda t, b: 0.01 + (b - 0.01) * (1 + math.cos(math.pi * t / 10)) / 2),
+    "cosine": (
+        lambda o: CosineAnnealingLR(o, 10, eta_min=0.01),
+        lambda t, b: 0.01 + (b - 0.01) * (1 + math.cos(math.pi * t / 10)) / 2,
+    ),
     "lambda": (lambda o: LambdaLR(o, lambda t: 1 / (t + 1)), lambda t, b: b / (t + 1)),
-    "onecycle": (lambda o: OneCycleLR(o, 1.0, 30, cycle_momentum=False),
-                 lambda t, b: _onecycle(t, 1.0, 30)),
-    "warmup": (lambda o: LinearWarmup(o, 5, start_factor=0.1),
-               lambda t, b: b * min(1.0, 0.1 + 0.9 * t / 5)),
-    "warmup-cosine": (lambda o: LinearWarmup(o, 5, CosineAnnealingLR(o, 10), start_factor=0.1),
-                      _warmup_cosine),
+    "onecycle": (
+        lambda o: OneCycleLR(o, 1.0, 30, cycle_momentum=False),
+        lambda t, b: _onecycle(t, 1.0, 30),
+    ),
+    "warmup": (
+        lambda o: LinearWarmup(o, 5, start_factor=0.1),
+        lambda t, b: b * min(1.0, 0.1 + 0.9 * t / 5),
+    ),
+    "warmup-cosine": (
+        lambda o: LinearWarmup(o, 5, CosineAnnealingLR(o, 10), start_factor=0.1),
+        _warmup_cosine,
+    ),
 }
 
 
@@ -82,8 +92,11 @@ def _torch_schedule(name, torch, opt):
     if name == "warmup":
         return s.LinearLR(opt, start_factor=0.1, total_iters=5)
     if name == "warmup-cosine":
-        return s.SequentialLR(opt, [s.LinearLR(opt, start_factor=0.1, total_iters=5),
-                                    s.CosineAnnealingLR(opt, 10)], milestones=[5])
+        return s.SequentialLR(
+            opt,
+            [s.LinearLR(opt, start_factor=0.1, total_iters=5), s.CosineAnnealingLR(opt, 10)],
+            milestones=[5],
+        )
     return {
         "step": lambda: s.StepLR(opt, 3, gamma=0.5),
         "multistep": lambda: s.MultiStepLR(opt, [9, 2, 5, 5], gamma=0.1),
@@ -124,13 +137,24 @@ def _torch_onecycle_trace(torch, opt_name, **kwargs):
     return np.array(trace)
 
 
-@pytest.mark.parametrize(("opt_cls", "kwargs"), [
-    (SGD, {}),
-    (Adam, {}),
-    (SGD, {"three_phase": True, "anneal_strategy": "linear", "pct_start": 0.25}),
-    (Adam, {"three_phase": True, "base_momentum": 0.7, "max_momentum": 0.9, "div_factor": 10.0,
-                "final_div_factor": 100.0}),
-])
+@pytest.mark.parametrize(
+    ("opt_cls", "kwargs"),
+    [
+        (SGD, {}),
+        (Adam, {}),
+        (SGD, {"three_phase": True, "anneal_strategy": "linear", "pct_start": 0.25}),
+        (
+            Adam,
+            {
+                "three_phase": True,
+                "base_momentum": 0.7,
+                "max_momentum": 0.9,
+                "div_factor": 10.0,
+                "final_div_factor": 100.0,
+            },
+        ),
+    ],
+)
 def test_onecycle_lr_and_momentum_match_torch(opt_cls, kwargs):
     torch = pytest.importorskip("torch")
     want = _torch_onecycle_trace(torch, opt_cls.__name__, **kwargs)
@@ -156,8 +180,9 @@ def test_onecycle_stepping_past_the_end():
     sched = OneCycleLR(_opt(), 1.0, 5)
     for _ in range(5):
         sched.step()
-    with pytest.raises(ValueError, match="Tried to step 6 times. The specified number of "
-                                         "total steps is 5"):
+    with pytest.raises(
+        ValueError, match="Tried to step 6 times. The specified number of total steps is 5"
+    ):
         sched.step()
 
 
@@ -174,8 +199,11 @@ def test_construction_sets_initial_lr_and_step_zero():
 
 def test_resuming_with_last_epoch():
     opt = _opt()
-    with pytest.raises(KeyError, match="param 'initial_lr' is not specified in "
-                                       r"param_groups\[0\] when resuming an optimizer"):
+    with pytest.raises(
+        KeyError,
+        match="param 'initial_lr' is not specified in "
+        r"param_groups\[0\] when resuming an optimizer",
+    ):
         StepLR(opt, 2, last_epoch=3)
     for group in opt.param_groups:
         group["initial_lr"] = group["lr"]
@@ -213,8 +241,11 @@ def test_state_dict_round_trip(name):
 
 def test_load_state_dict_with_wrong_keys():
     state = ExponentialLR(_opt(), 0.5).state_dict()
-    with pytest.raises(ValueError, match=r"state dict does not match StepLR: missing "
-                                         r"\['step_size'\], unexpected \[\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"state dict does not match StepLR: missing "
+        r"\['step_size'\], unexpected \[\]",
+    ):
         StepLR(_opt(), 2).load_state_dict(state)
 
 
@@ -274,17 +305,44 @@ def test_plateau_accepts_tensor_metric():
     assert sched.best == 2.0 and sched.get_last_lr() == pytest.approx([0.01, 0.02])
 
 
-PLATEAU_METRICS = [3.0, 2.0, 2.0, 1.9999, 2.1, 1.5, 1.5, 1.5, 1.5, 1.5, 1.4, 1.6, 1.6, 1.6, 1.6,
-                   1.6, 1.6, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+PLATEAU_METRICS = [
+    3.0,
+    2.0,
+    2.0,
+    1.9999,
+    2.1,
+    1.5,
+    1.5,
+    1.5,
+    1.5,
+    1.5,
+    1.4,
+    1.6,
+    1.6,
+    1.6,
+    1.6,
+    1.6,
+    1.6,
+    1.0,
+    2.0,
+    2.0,
+    2.0,
+    2.0,
+    2.0,
+    2.0,
+]
 
 
-@pytest.mark.parametrize("kwargs", [
-    {},
-    {"patience": 1, "factor": 0.5},
-    {"mode": "max", "patience": 1, "factor": 0.5, "cooldown": 2},
-    {"threshold_mode": "abs", "threshold": 0.2, "patience": 1, "min_lr": 0.02},
-    {"mode": "max", "threshold_mode": "abs", "threshold": 0.05, "patience": 0, "eps": 0.01},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"patience": 1, "factor": 0.5},
+        {"mode": "max", "patience": 1, "factor": 0.5, "cooldown": 2},
+        {"threshold_mode": "abs", "threshold": 0.2, "patience": 1, "min_lr": 0.02},
+        {"mode": "max", "threshold_mode": "abs", "threshold": 0.05, "patience": 0, "eps": 0.01},
+    ],
+)
 def test_plateau_matches_torch(kwargs):
     torch = pytest.importorskip("torch")
     params = [torch.zeros(1, requires_grad=True) for _ in BASE]
@@ -312,55 +370,99 @@ def test_plateau_state_dict_round_trip():
 # ---- bad input ----
 
 
-@pytest.mark.parametrize(("make", "exc", "message"), [
-    (lambda o: StepLR(o, 0), ValueError, "step_size must be a positive integer, but got 0"),
-    (lambda o: CosineAnnealingLR(o, 0), ValueError, "T_max must be positive, but got 0"),
-    (lambda o: LambdaLR(o, [lambda t: 1.0]), ValueError,
-     "expected 2 values for lr_lambda, got 1"),
-    (lambda o: OneCycleLR(o, 1.0), ValueError,
-     r"You must define either total_steps OR \(epochs AND steps_per_epoch\)"),
-    (lambda o: OneCycleLR(o, 1.0, 0), ValueError,
-     "Expected positive integer total_steps, but got 0"),
-    (lambda o: OneCycleLR(o, 1.0, epochs=0, steps_per_epoch=3), ValueError,
-     "Expected positive integer epochs, but got 0"),
-    (lambda o: OneCycleLR(o, 1.0, 10, pct_start=1.5), ValueError,
-     "Expected float between 0 and 1 pct_start, but got 1.5"),
-    (lambda o: OneCycleLR(o, 1.0, 10, anneal_strategy="exp"), ValueError,
-     "anneal_strategy must be one of 'cos' or 'linear', instead got exp"),
-    (lambda o: OneCycleLR(o, [1.0, 2.0, 3.0], 10), ValueError,
-     "expected 2 values for max_lr, got 3"),
-    (lambda o: LinearWarmup(o, -1), ValueError,
-     "warmup_steps must be a non-negative integer, got -1"),
-    (lambda o: LinearWarmup(o, 3, start_factor=1.5), ValueError,
-     r"start_factor must be in \[0, 1\], but got 1.5"),
-    (lambda o: LinearWarmup(o, 3, StepLR(_opt(), 2)), ValueError, "share one optimizer"),
-    (lambda o: LinearWarmup(o, 3, ReduceLROnPlateau(o)), TypeError,
-     "cannot hand over to ReduceLROnPlateau"),
-    (lambda o: ReduceLROnPlateau(o, factor=1.0), ValueError, r"Factor should be < 1.0."),
-    (lambda o: ReduceLROnPlateau(o, mode="low"), ValueError, "mode low is unknown!"),
-    (lambda o: ReduceLROnPlateau(o, threshold_mode="pct"), ValueError,
-     "threshold mode pct is unknown!"),
-    (lambda o: ReduceLROnPlateau(o, min_lr=[0.1]), ValueError,
-     "expected 2 values for min_lr, got 1"),
-])
+@pytest.mark.parametrize(
+    ("make", "exc", "message"),
+    [
+        (lambda o: StepLR(o, 0), ValueError, "step_size must be a positive integer, but got 0"),
+        (lambda o: CosineAnnealingLR(o, 0), ValueError, "T_max must be positive, but got 0"),
+        (
+            lambda o: LambdaLR(o, [lambda t: 1.0]),
+            ValueError,
+            "expected 2 values for lr_lambda, got 1",
+        ),
+        (
+            lambda o: OneCycleLR(o, 1.0),
+            ValueError,
+            r"You must define either total_steps OR \(epochs AND steps_per_epoch\)",
+        ),
+        (
+            lambda o: OneCycleLR(o, 1.0, 0),
+            ValueError,
+            "Expected positive integer total_steps, but got 0",
+        ),
+        (
+            lambda o: OneCycleLR(o, 1.0, epochs=0, steps_per_epoch=3),
+            ValueError,
+            "Expected positive integer epochs, but got 0",
+        ),
+        (
+            lambda o: OneCycleLR(o, 1.0, 10, pct_start=1.5),
+            ValueError,
+            "Expected float between 0 and 1 pct_start, but got 1.5",
+        ),
+        (
+            lambda o: OneCycleLR(o, 1.0, 10, anneal_strategy="exp"),
+            ValueError,
+            "anneal_strategy must be one of 'cos' or 'linear', instead got exp",
+        ),
+        (
+            lambda o: OneCycleLR(o, [1.0, 2.0, 3.0], 10),
+            ValueError,
+            "expected 2 values for max_lr, got 3",
+        ),
+        (
+            lambda o: LinearWarmup(o, -1),
+            ValueError,
+            "warmup_steps must be a non-negative integer, got -1",
+        ),
+        (
+            lambda o: LinearWarmup(o, 3, start_factor=1.5),
+            ValueError,
+            r"start_factor must be in \[0, 1\], but got 1.5",
+        ),
+        (lambda o: LinearWarmup(o, 3, StepLR(_opt(), 2)), ValueError, "share one optimizer"),
+        (
+            lambda o: LinearWarmup(o, 3, ReduceLROnPlateau(o)),
+            TypeError,
+            "cannot hand over to ReduceLROnPlateau",
+        ),
+        (lambda o: ReduceLROnPlateau(o, factor=1.0), ValueError, r"Factor should be < 1.0."),
+        (lambda o: ReduceLROnPlateau(o, mode="low"), ValueError, "mode low is unknown!"),
+        (
+            lambda o: ReduceLROnPlateau(o, threshold_mode="pct"),
+            ValueError,
+            "threshold mode pct is unknown!",
+        ),
+        (
+            lambda o: ReduceLROnPlateau(o, min_lr=[0.1]),
+            ValueError,
+            "expected 2 values for min_lr, got 1",
+        ),
+    ],
+)
 def test_bad_input(make, exc, message):
     with pytest.raises(exc, match=message):
         make(_opt())
 
 
 def test_onecycle_momentum_needs_momentum_or_betas():
-    with pytest.raises(ValueError, match="optimizer must support momentum or beta1 with "
-                                         "`cycle_momentum` option enabled"):
+    with pytest.raises(
+        ValueError,
+        match="optimizer must support momentum or beta1 with `cycle_momentum` option enabled",
+    ):
         OneCycleLR(_opt(Adagrad), 1.0, 10)
     OneCycleLR(_opt(Adagrad), 1.0, 10, cycle_momentum=False)
 
 
-@pytest.mark.parametrize("make", [
-    lambda o: StepLR(o, 2),
-    lambda o: ReduceLROnPlateau(o),
-    lambda o: OneCycleLR(o, 1.0, 10),
-    lambda o: LambdaLR(o, lambda t: 1.0),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda o: StepLR(o, 2),
+        lambda o: ReduceLROnPlateau(o),
+        lambda o: OneCycleLR(o, 1.0, 10),
+        lambda o: LambdaLR(o, lambda t: 1.0),
+    ],
+)
 def test_scheduler_needs_an_optimizer(make):
     with pytest.raises(TypeError, match="list is not an Optimizer"):
         make([])

@@ -19,29 +19,40 @@ def _loss(w, b):
 CASES = {
     "sgd-nesterov-step": (
         lambda ps: SGD(ps, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3),
-        lambda o: lrs.StepLR(o, 3, gamma=0.5)),
+        lambda o: lrs.StepLR(o, 3, gamma=0.5),
+    ),
     "adam-amsgrad-onecycle": (
         lambda ps: Adam(ps, lr=0.05, amsgrad=True),
-        lambda o: lrs.OneCycleLR(o, 0.1, TOTAL)),
+        lambda o: lrs.OneCycleLR(o, 0.1, TOTAL),
+    ),
     "adamw-warmup-cosine": (
         lambda ps: AdamW(ps, lr=0.05, weight_decay=0.1),
-        lambda o: lrs.LinearWarmup(o, 4, lrs.CosineAnnealingLR(o, TOTAL), start_factor=0.2)),
+        lambda o: lrs.LinearWarmup(o, 4, lrs.CosineAnnealingLR(o, TOTAL), start_factor=0.2),
+    ),
     "rmsprop-centered-plateau": (
         lambda ps: RMSprop(ps, lr=0.01, momentum=0.5, centered=True),
-        lambda o: lrs.ReduceLROnPlateau(o, patience=0, factor=0.5, threshold=0.5)),
+        lambda o: lrs.ReduceLROnPlateau(o, patience=0, factor=0.5, threshold=0.5),
+    ),
     "adagrad-lambda": (
         lambda ps: Adagrad(ps, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
-        lambda o: lrs.LambdaLR(o, lambda t: 0.9**t)),
+        lambda o: lrs.LambdaLR(o, lambda t: 0.9**t),
+    ),
     "sgd-groups-multistep": (
-        lambda ps: SGD([{"params": ps[:1], "momentum": 0.9}, {"params": ps[1:], "lr": 0.01}],
-                       lr=0.05, dampening=0.1),
-        lambda o: lrs.MultiStepLR(o, [3, 6])),
+        lambda ps: SGD(
+            [{"params": ps[:1], "momentum": 0.9}, {"params": ps[1:], "lr": 0.01}],
+            lr=0.05,
+            dampening=0.1,
+        ),
+        lambda o: lrs.MultiStepLR(o, [3, 6]),
+    ),
     "sgd-onecycle-momentum": (
         lambda ps: SGD(ps, lr=0.05, momentum=0.9),
-        lambda o: lrs.OneCycleLR(o, [0.1], TOTAL, three_phase=True)),
+        lambda o: lrs.OneCycleLR(o, [0.1], TOTAL, three_phase=True),
+    ),
     "adam-exponential": (
         lambda ps: Adam(ps, lr=0.02, betas=(0.8, 0.9), maximize=False),
-        lambda o: lrs.ExponentialLR(o, 0.9)),
+        lambda o: lrs.ExponentialLR(o, 0.9),
+    ),
 }
 
 
@@ -82,8 +93,9 @@ def _start():
     return _params([np.array([0.1, 0.2, -0.3, 0.4]), np.array([0.5])])
 
 
-@pytest.mark.parametrize("convert", [lambda sd: sd, _through_checkpoint],
-                         ids=["tensors", "checkpoint"])
+@pytest.mark.parametrize(
+    "convert", [lambda sd: sd, _through_checkpoint], ids=["tensors", "checkpoint"]
+)
 @pytest.mark.parametrize("name", CASES)
 def test_resume_is_bit_for_bit(name, convert):
     make_opt, make_sched = CASES[name]

@@ -27,8 +27,9 @@ def _host(t):
 # ---- references: the documented update rules, written in float64 NumPy ----
 
 
-def ref_sgd(x, grads, lr=1e-3, momentum=0, dampening=0, nesterov=False, weight_decay=0,
-            maximize=False):
+def ref_sgd(
+    x, grads, lr=1e-3, momentum=0, dampening=0, nesterov=False, weight_decay=0, maximize=False
+):
     out, buf = [], None
     for g in grads:
         g = (-g if maximize else g) + weight_decay * x
@@ -55,18 +56,36 @@ def _adam(x, grads, lr, betas, eps, amsgrad, maximize, l2, decoupled):
     return out
 
 
-def ref_adam(x, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False):
+def ref_adam(
+    x, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, maximize=False
+):
     return _adam(x, grads, lr, betas, eps, amsgrad, maximize, weight_decay, 0)
 
 
-def ref_adamw(x, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-              amsgrad=False, maximize=False):
+def ref_adamw(
+    x,
+    grads,
+    lr=1e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=1e-2,
+    amsgrad=False,
+    maximize=False,
+):
     return _adam(x, grads, lr, betas, eps, amsgrad, maximize, 0, weight_decay)
 
 
-def ref_rmsprop(x, grads, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                centered=False, maximize=False):
+def ref_rmsprop(
+    x,
+    grads,
+    lr=1e-2,
+    alpha=0.99,
+    eps=1e-8,
+    weight_decay=0,
+    momentum=0,
+    centered=False,
+    maximize=False,
+):
     v, a, b, out = 0 * x, 0 * x, 0 * x, []
     for g in grads:
         g = (-g if maximize else g) + weight_decay * x
@@ -79,8 +98,16 @@ def ref_rmsprop(x, grads, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentu
     return out
 
 
-def ref_adagrad(x, grads, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                eps=1e-10, maximize=False):
+def ref_adagrad(
+    x,
+    grads,
+    lr=1e-2,
+    lr_decay=0,
+    weight_decay=0,
+    initial_accumulator_value=0,
+    eps=1e-10,
+    maximize=False,
+):
     s, out = np.full_like(x, initial_accumulator_value), []
     for t, g in enumerate(grads, 1):
         g = (-g if maximize else g) + weight_decay * x
@@ -95,8 +122,11 @@ CASES = [
     (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.9}),
     (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}),
     (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.8, "nesterov": True}),
-    (SGD, ref_sgd, {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1,
-                    "maximize": True}),
+    (
+        SGD,
+        ref_sgd,
+        {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1, "maximize": True},
+    ),
     (SGD, ref_sgd, {"lr": 0.05, "weight_decay": 0.5}),
     (Adam, ref_adam, {}),
     (Adam, ref_adam, {"lr": 0.1, "betas": (0.8, 0.9), "eps": 1e-3}),
@@ -113,11 +143,16 @@ CASES = [
     (RMSprop, ref_rmsprop, {"lr": 0.05, "centered": True, "momentum": 0.5, "maximize": True}),
     (Adagrad, ref_adagrad, {}),
     (Adagrad, ref_adagrad, {"lr": 0.1, "lr_decay": 0.5, "weight_decay": 0.1}),
-    (Adagrad, ref_adagrad, {"lr": 0.1, "initial_accumulator_value": 0.5, "eps": 1e-3,
-                                "maximize": True}),
+    (
+        Adagrad,
+        ref_adagrad,
+        {"lr": 0.1, "initial_accumulator_value": 0.5, "eps": 1e-3, "maximize": True},
+    ),
 ]
-IDS = [f"{cls.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
-       for cls, _, kw in CASES]
+IDS = [
+    f"{cls.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
+    for cls, _, kw in CASES
+]
 
 
 def run_nnkit(cls, kwargs, device="cpu", dtype=None):

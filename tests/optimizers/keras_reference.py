@@ -14,17 +14,41 @@ import numpy as np
 
 DEFAULTS = {
     "SGD": {"learning_rate": 0.01, "momentum": 0.0, "nesterov": False},
-    "Adam": {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7,
-             "amsgrad": False},
-    "AdamW": {"learning_rate": 0.001, "weight_decay": 0.004, "beta_1": 0.9, "beta_2": 0.999,
-              "epsilon": 1e-7, "amsgrad": False},
-    "RMSprop": {"learning_rate": 0.001, "rho": 0.9, "momentum": 0.0, "epsilon": 1e-7,
-                "centered": False},
+    "Adam": {
+        "learning_rate": 0.001,
+        "beta_1": 0.9,
+        "beta_2": 0.999,
+        "epsilon": 1e-7,
+        "amsgrad": False,
+    },
+    "AdamW": {
+        "learning_rate": 0.001,
+        "weight_decay": 0.004,
+        "beta_1": 0.9,
+        "beta_2": 0.999,
+        "epsilon": 1e-7,
+        "amsgrad": False,
+    },
+    "RMSprop": {
+        "learning_rate": 0.001,
+        "rho": 0.9,
+        "momentum": 0.0,
+        "epsilon": 1e-7,
+        "centered": False,
+    },
     "Adagrad": {"learning_rate": 0.001, "initial_accumulator_value": 0.1, "epsilon": 1e-7},
 }
-BASE = {"weight_decay": None, "clipnorm": None, "clipvalue": None, "global_clipnorm": None,
-        "use_ema": False, "ema_momentum": 0.99, "ema_overwrite_frequency": None,
-        "loss_scale_factor": None, "gradient_accumulation_steps": None}
+BASE = {
+    "weight_decay": None,
+    "clipnorm": None,
+    "clipvalue": None,
+    "global_clipnorm": None,
+    "use_ema": False,
+    "ema_momentum": 0.99,
+    "ema_overwrite_frequency": None,
+    "loss_scale_factor": None,
+    "gradient_accumulation_steps": None,
+}
 
 
 class KerasReference:
@@ -36,10 +60,10 @@ class KerasReference:
         self.vars = [np.array(v, dtype=np.float64) for v in variables]
         self._iterations = 0
         zeros = [np.zeros_like(v) for v in self.vars]
-        self.acc = [z.copy() for z in zeros]          # gradient accumulators
-        self.average = [z.copy() for z in zeros]      # EMA
-        self.m = [z.copy() for z in zeros]            # momentum / first moment
-        self.v = [z.copy() for z in zeros]            # velocity / second moment
+        self.acc = [z.copy() for z in zeros]  # gradient accumulators
+        self.average = [z.copy() for z in zeros]  # EMA
+        self.m = [z.copy() for z in zeros]  # momentum / first moment
+        self.v = [z.copy() for z in zeros]  # velocity / second moment
         self.v_hat = [z.copy() for z in zeros]
         self.avg_grad = [z.copy() for z in zeros]
         self.accumulator = [z + self.hp.get("initial_accumulator_value", 0.0) for z in zeros]
@@ -69,8 +93,9 @@ class KerasReference:
             self._update(grads)
         if self.hp["use_ema"]:
             momentum = self.hp["ema_momentum"] if self.iterations != 0 else 0.0
-            self.average = [momentum * a + (1 - momentum) * v
-                            for a, v in zip(self.average, self.vars)]
+            self.average = [
+                momentum * a + (1 - momentum) * v for a, v in zip(self.average, self.vars)
+            ]
             freq = self.hp["ema_overwrite_frequency"]
             if freq and (self.iterations + 1) % freq == 0:
                 self.vars = [a.copy() for a in self.average]

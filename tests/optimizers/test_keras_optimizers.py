@@ -16,8 +16,7 @@ STEPS = 6
 
 def make_variables(seed: int = 0, dtype=nnkit.float64) -> list:
     rng = np.random.default_rng(seed)
-    return [nnkit.tensor(rng.standard_normal(s), dtype=dtype, requires_grad=True)
-            for s in SHAPES]
+    return [nnkit.tensor(rng.standard_normal(s), dtype=dtype, requires_grad=True) for s in SHAPES]
 
 
 def make_grads(steps: int = STEPS, seed: int = 1, scale: float = 3.0) -> list[list[np.ndarray]]:
@@ -29,8 +28,9 @@ def run(cls, kwargs, grads, variables=None):
     variables = make_variables() if variables is None else variables
     opt = cls(**kwargs)
     for step in grads:
-        opt.apply_gradients(zip([nnkit.tensor(g, dtype=v.dtype) for g, v in
-                                 zip(step, variables)], variables))
+        opt.apply_gradients(
+            zip([nnkit.tensor(g, dtype=v.dtype) for g, v in zip(step, variables)], variables)
+        )
     return opt, variables
 
 
@@ -57,24 +57,49 @@ CASES = [
     ("SGD", {"learning_rate": 0.1, "momentum": 0.5, "weight_decay": 0.01}),
     ("Adam", {}),
     ("Adam", {"amsgrad": True}),
-    ("Adam", {"learning_rate": 0.01, "beta_1": 0.8, "beta_2": 0.99, "epsilon": 1e-5,
-              "weight_decay": 0.1}),
+    (
+        "Adam",
+        {
+            "learning_rate": 0.01,
+            "beta_1": 0.8,
+            "beta_2": 0.99,
+            "epsilon": 1e-5,
+            "weight_decay": 0.1,
+        },
+    ),
     ("AdamW", {}),
     ("AdamW", {"learning_rate": 0.02, "weight_decay": 0.05, "amsgrad": True}),
     ("RMSprop", {}),
     ("RMSprop", {"momentum": 0.9}),
     ("RMSprop", {"centered": True}),
-    ("RMSprop", {"learning_rate": 0.01, "rho": 0.8, "momentum": 0.5, "epsilon": 1e-5,
-                 "centered": True, "weight_decay": 0.02}),
+    (
+        "RMSprop",
+        {
+            "learning_rate": 0.01,
+            "rho": 0.8,
+            "momentum": 0.5,
+            "epsilon": 1e-5,
+            "centered": True,
+            "weight_decay": 0.02,
+        },
+    ),
     ("Adagrad", {}),
-    ("Adagrad", {"learning_rate": 0.2, "initial_accumulator_value": 0.3, "epsilon": 1e-6,
-                 "weight_decay": 0.01}),
+    (
+        "Adagrad",
+        {
+            "learning_rate": 0.2,
+            "initial_accumulator_value": 0.3,
+            "epsilon": 1e-6,
+            "weight_decay": 0.01,
+        },
+    ),
 ]
 KINDS = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 
 
-@pytest.mark.parametrize(("kind", "kwargs"), CASES,
-                         ids=[f"{k}-{'-'.join(kw) or 'defaults'}" for k, kw in CASES])
+@pytest.mark.parametrize(
+    ("kind", "kwargs"), CASES, ids=[f"{k}-{'-'.join(kw) or 'defaults'}" for k, kw in CASES]
+)
 def test_update_rule_matches_keras(kind, kwargs):
     grads = make_grads()
     opt, variables = run(getattr(optimizers, kind), kwargs, grads)
@@ -84,8 +109,11 @@ def test_update_rule_matches_keras(kind, kwargs):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("clip", [{"clipnorm": 1.0}, {"clipvalue": 0.5},
-                                  {"global_clipnorm": 2.0}], ids=lambda c: next(iter(c)))
+@pytest.mark.parametrize(
+    "clip",
+    [{"clipnorm": 1.0}, {"clipvalue": 0.5}, {"global_clipnorm": 2.0}],
+    ids=lambda c: next(iter(c)),
+)
 def test_clipping_matches_keras(kind, clip):
     kwargs = {"learning_rate": 0.05, **clip}
     grads = make_grads()
@@ -97,9 +125,15 @@ def test_clipping_matches_keras(kind, clip):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_accumulation_ema_loss_scale_and_schedule_match_keras(kind):
-    kwargs = {"learning_rate": lambda step: 0.05 / (1 + step), "gradient_accumulation_steps": 2,
-              "use_ema": True, "ema_momentum": 0.9, "ema_overwrite_frequency": 2,
-              "loss_scale_factor": 4.0, "weight_decay": 0.01}
+    kwargs = {
+        "learning_rate": lambda step: 0.05 / (1 + step),
+        "gradient_accumulation_steps": 2,
+        "use_ema": True,
+        "ema_momentum": 0.9,
+        "ema_overwrite_frequency": 2,
+        "loss_scale_factor": 4.0,
+        "weight_decay": 0.01,
+    }
     grads = make_grads(steps=8)
     opt, variables = run(getattr(optimizers, kind), kwargs, grads)
     ref = reference(kind, kwargs, grads)
@@ -138,29 +172,50 @@ def test_keras_single_step_golden(kind):
 
 
 KERAS_GOLDEN = {  # test_correctness_with_golden: first grads 0.01, then arange(0.1, 1.1, 0.1)
-    "SGD": ({"nesterov": True}, np.array([
-        [0.9999] * 10,
-        [0.9989, 0.9979, 0.9969, 0.9959, 0.9949, 0.9939, 0.9929, 0.9919, 0.9909, 0.9899],
-        [0.9979, 0.9959, 0.9939, 0.9919, 0.9899, 0.9879, 0.9859, 0.9839, 0.9819, 0.9799],
-        [0.9969, 0.9939, 0.9909, 0.9879, 0.9849, 0.9819, 0.9789, 0.9759, 0.9729, 0.9699],
-        [0.9959, 0.9919, 0.9879, 0.9839, 0.9799, 0.9759, 0.9719, 0.9679, 0.9639, 0.9599]])),
-    "Adam": ({"amsgrad": True},
-             np.tile([[0.999], [0.9982], [0.9974], [0.9965], [0.9955]], (1, 10))),
-    "RMSprop": ({"centered": True},
-                np.tile([[0.9967], [0.9933], [0.9908], [0.9885], [0.9864]], (1, 10))),
-    "Adagrad": ({"learning_rate": 0.2, "initial_accumulator_value": 0.3, "epsilon": 1e-6},
-                np.array([
-        [0.9963] * 10,
-        [0.9604, 0.9278, 0.9003, 0.8784, 0.8615, 0.8487, 0.8388, 0.8313, 0.8255, 0.8209],
-        [0.9251, 0.8629, 0.8137, 0.7768, 0.7497, 0.7298, 0.7151, 0.704, 0.6956, 0.6891],
-        [0.8903, 0.8012, 0.7342, 0.6862, 0.6521, 0.6277, 0.6099, 0.5967, 0.5867, 0.579],
-        [0.856, 0.7422, 0.6604, 0.6037, 0.5644, 0.5367, 0.5168, 0.5021, 0.491, 0.4825]])),
-    "AdamW": ({"learning_rate": 1.0, "weight_decay": 0.5, "epsilon": 2}, np.array([
-        [0.4998] * 10,
-        [0.2486, 0.2475, 0.2463, 0.2451, 0.244, 0.2428, 0.2417, 0.2405, 0.2394, 0.2382],
-        [0.1223, 0.1198, 0.1174, 0.1149, 0.1124, 0.11, 0.1075, 0.1051, 0.1027, 0.1003],
-        [0.0586, 0.0549, 0.0512, 0.0475, 0.0439, 0.0402, 0.0366, 0.033, 0.0294, 0.0258],
-        [0.0263, 0.0215, 0.0167, 0.012, 0.0073, 0.0026, -0.0021, -0.0067, -0.0113, -0.0159]])),
+    "SGD": (
+        {"nesterov": True},
+        np.array(
+            [
+                [0.9999] * 10,
+                [0.9989, 0.9979, 0.9969, 0.9959, 0.9949, 0.9939, 0.9929, 0.9919, 0.9909, 0.9899],
+                [0.9979, 0.9959, 0.9939, 0.9919, 0.9899, 0.9879, 0.9859, 0.9839, 0.9819, 0.9799],
+                [0.9969, 0.9939, 0.9909, 0.9879, 0.9849, 0.9819, 0.9789, 0.9759, 0.9729, 0.9699],
+                [0.9959, 0.9919, 0.9879, 0.9839, 0.9799, 0.9759, 0.9719, 0.9679, 0.9639, 0.9599],
+            ]
+        ),
+    ),
+    "Adam": (
+        {"amsgrad": True},
+        np.tile([[0.999], [0.9982], [0.9974], [0.9965], [0.9955]], (1, 10)),
+    ),
+    "RMSprop": (
+        {"centered": True},
+        np.tile([[0.9967], [0.9933], [0.9908], [0.9885], [0.9864]], (1, 10)),
+    ),
+    "Adagrad": (
+        {"learning_rate": 0.2, "initial_accumulator_value": 0.3, "epsilon": 1e-6},
+        np.array(
+            [
+                [0.9963] * 10,
+                [0.9604, 0.9278, 0.9003, 0.8784, 0.8615, 0.8487, 0.8388, 0.8313, 0.8255, 0.8209],
+                [0.9251, 0.8629, 0.8137, 0.7768, 0.7497, 0.7298, 0.7151, 0.704, 0.6956, 0.6891],
+                [0.8903, 0.8012, 0.7342, 0.6862, 0.6521, 0.6277, 0.6099, 0.5967, 0.5867, 0.579],
+                [0.856, 0.7422, 0.6604, 0.6037, 0.5644, 0.5367, 0.5168, 0.5021, 0.491, 0.4825],
+            ]
+        ),
+    ),
+    "AdamW": (
+        {"learning_rate": 1.0, "weight_decay": 0.5, "epsilon": 2},
+        np.array(
+            [
+                [0.4998] * 10,
+                [0.2486, 0.2475, 0.2463, 0.2451, 0.244, 0.2428, 0.2417, 0.2405, 0.2394, 0.2382],
+                [0.1223, 0.1198, 0.1174, 0.1149, 0.1124, 0.11, 0.1075, 0.1051, 0.1027, 0.1003],
+                [0.0586, 0.0549, 0.0512, 0.0475, 0.0439, 0.0402, 0.0366, 0.033, 0.0294, 0.0258],
+                [0.0263, 0.0215, 0.0167, 0.012, 0.0073, 0.0026, -0.0021, -0.0067, -0.0113, -0.0159],
+            ]
+        ),
+    ),
 }
 
 
@@ -194,10 +249,12 @@ def test_keras_weight_decay_golden(kind):
 
 def test_keras_clip_goldens():
     grad = [nnkit.tensor([100.0, 100.0])]
-    np.testing.assert_allclose(optimizers.SGD(clipnorm=1)._clip_gradients(grad)[0].numpy(),
-                               [2**0.5 / 2] * 2, rtol=1e-6)
-    np.testing.assert_allclose(optimizers.Adam(clipvalue=1)._clip_gradients(grad)[0].numpy(),
-                               [1.0, 1.0])
+    np.testing.assert_allclose(
+        optimizers.SGD(clipnorm=1)._clip_gradients(grad)[0].numpy(), [2**0.5 / 2] * 2, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        optimizers.Adam(clipvalue=1)._clip_gradients(grad)[0].numpy(), [1.0, 1.0]
+    )
     g = np.array([50.0, 100.0], dtype=np.float32)
     clipped = optimizers.SGD(global_clipnorm=1)._clip_gradients([nnkit.tensor(g)])[0]
     np.testing.assert_allclose(clipped.numpy(), g / np.linalg.norm(g), rtol=1e-6)
@@ -208,15 +265,17 @@ def test_keras_clip_goldens():
 def test_keras_ema_golden():
     v = nnkit.tensor([[3.0, 4.0], [5.0, 6.0]])
     grads = nnkit.ones((2, 2))
-    opt = optimizers.SGD(learning_rate=1.0, use_ema=True, ema_momentum=0.9,
-                         ema_overwrite_frequency=3)
+    opt = optimizers.SGD(
+        learning_rate=1.0, use_ema=True, ema_momentum=0.9, ema_overwrite_frequency=3
+    )
     opt.apply_gradients([(grads, v)])
     np.testing.assert_allclose(v.numpy(), [[2.0, 3.0], [4.0, 5.0]])
     np.testing.assert_allclose(opt._model_variables_moving_average[0].numpy(), v.numpy())
     opt.apply_gradients([(grads, v)])
     np.testing.assert_allclose(v.numpy(), [[1.0, 2.0], [3.0, 4.0]])
-    np.testing.assert_allclose(opt._model_variables_moving_average[0].numpy(),
-                               [[1.9, 2.9], [3.9, 4.9]], rtol=1e-6)
+    np.testing.assert_allclose(
+        opt._model_variables_moving_average[0].numpy(), [[1.9, 2.9], [3.9, 4.9]], rtol=1e-6
+    )
     opt.apply_gradients([(grads, v)])
     np.testing.assert_allclose(v.numpy(), [[1.71, 2.71], [3.71, 4.71]], rtol=1e-6)
     w = nnkit.tensor([1.0, 2.0])
@@ -250,8 +309,12 @@ def test_keras_gradient_accumulation_golden():
     v = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
     grads = nnkit.ones((2, 2))
     opt = optimizers.SGD(learning_rate=1.0, gradient_accumulation_steps=3)
-    expected = [([[1.0, 2.0], [3.0, 4.0]], 1.0, 1, 0), ([[1.0, 2.0], [3.0, 4.0]], 2.0, 2, 0),
-                ([[0.0, 1.0], [2.0, 3.0]], 0.0, 3, 1), ([[0.0, 1.0], [2.0, 3.0]], 1.0, 4, 1)]
+    expected = [
+        ([[1.0, 2.0], [3.0, 4.0]], 1.0, 1, 0),
+        ([[1.0, 2.0], [3.0, 4.0]], 2.0, 2, 0),
+        ([[0.0, 1.0], [2.0, 3.0]], 0.0, 3, 1),
+        ([[0.0, 1.0], [2.0, 3.0]], 1.0, 4, 1),
+    ]
     for value, accumulated, raw, iterations in expected:
         opt.apply_gradients([(grads, v)])
         np.testing.assert_allclose(v.numpy(), value)
@@ -271,8 +334,9 @@ def test_gradient_accumulation_is_one_update_on_the_mean(kind):
     for call in range(1, 7):
         if call % 3 == 1:
             batch = [[rng.standard_normal(s) for s in SHAPES] for _ in range(3)]
-            plain.apply([nnkit.tensor(np.mean([b[i] for b in batch], axis=0))
-                         for i in range(len(SHAPES))])
+            plain.apply(
+                [nnkit.tensor(np.mean([b[i] for b in batch], axis=0)) for i in range(len(SHAPES))]
+            )
         before = [npy(v).copy() for v in var3]
         for v, g in zip(var3, batch[(call - 1) % 3]):  # the PyTorch protocol: .grad, step()
             v.grad = nnkit.tensor(g)
@@ -301,8 +365,9 @@ def test_schedule_sees_every_call_under_accumulation():
         opt.apply_gradients([(nnkit.ones(2), v)])
     assert opt.iterations == 2 and opt._iterations == 6
     np.testing.assert_allclose(v.numpy(), [-0.2, -0.2], rtol=1e-6)
-    ref = KerasReference("SGD", [np.zeros(2)], learning_rate=lambda s: 0.1 / (s + 1),
-                         gradient_accumulation_steps=3)
+    ref = KerasReference(
+        "SGD", [np.zeros(2)], learning_rate=lambda s: 0.1 / (s + 1), gradient_accumulation_steps=3
+    )
     opt = optimizers.SGD(learning_rate=lambda s: 0.1 / (s + 1), gradient_accumulation_steps=3)
     w = nnkit.zeros(2, dtype=nnkit.float64)
     for _ in range(6):

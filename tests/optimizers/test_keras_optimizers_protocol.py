@@ -31,8 +31,13 @@ def apply(opt, variables, grads) -> None:
 # ------------------------------------------------------------------- state_dict
 @pytest.mark.parametrize("kind", KINDS)
 def test_state_dict_round_trip_through_a_checkpoint_continues_bit_exactly(kind, tmp_path):
-    kwargs = {"learning_rate": 0.05, "weight_decay": 0.01, "gradient_accumulation_steps": 3,
-              "use_ema": True, **RICH[kind]}
+    kwargs = {
+        "learning_rate": 0.05,
+        "weight_decay": 0.01,
+        "gradient_accumulation_steps": 3,
+        "use_ema": True,
+        **RICH[kind],
+    }
     cls = getattr(optimizers, kind)
     grads = make_grads(steps=10)
     original = make_variables()
@@ -230,8 +235,7 @@ def test_get_resolves_names_dicts_and_instances():
     assert optimizers.get(None) is None
     adam = optimizers.Adam()
     assert optimizers.get(adam) is adam
-    got = optimizers.get({"class_name": "adam", "config": {"learning_rate": 0.5,
-                                                           "amsgrad": True}})
+    got = optimizers.get({"class_name": "adam", "config": {"learning_rate": 0.5, "amsgrad": True}})
     assert isinstance(got, optimizers.Adam) and got.learning_rate == 0.5 and got.amsgrad
     with pytest.raises(ValueError, match="Could not interpret"):
         optimizers.get("typo")
@@ -242,8 +246,13 @@ def test_get_resolves_names_dicts_and_instances():
 @pytest.mark.parametrize("kind", KINDS)
 def test_config_round_trips(kind):
     cls = getattr(optimizers, kind)
-    opt = cls(learning_rate=0.5, weight_decay=0.01, global_clipnorm=1.0,
-              gradient_accumulation_steps=4, **RICH[kind])
+    opt = cls(
+        learning_rate=0.5,
+        weight_decay=0.01,
+        global_clipnorm=1.0,
+        gradient_accumulation_steps=4,
+        **RICH[kind],
+    )
     config = opt.get_config()
     assert cls.from_config(config).get_config() == config
     serialized = optimizers.serialize(opt)
@@ -293,8 +302,7 @@ def test_variables_as_keras_lists_them():
     twin.build(make_variables())
     apply(opt, variables, make_grads(1)[0])
     twin.set_weights([t.numpy() for t in opt.variables])
-    assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(opt.variables,
-                                                                     twin.variables))
+    assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(opt.variables, twin.variables))
     assert twin.learning_rate == 0.001  # not its float32 copy
     with pytest.raises(ValueError, match="not yet been built"):
         optimizers.Adam().set_weights([])
@@ -308,14 +316,17 @@ def regression(n: int = 96):
     return x, y
 
 
-@pytest.mark.parametrize(("kind", "kwargs"), [
-    ("SGD", {"learning_rate": 0.05, "momentum": 0.9}),
-    ("Adam", {"learning_rate": 0.05}),
-    ("AdamW", {"learning_rate": 0.05}),
-    ("RMSprop", {"learning_rate": 0.1}),
-    ("Adagrad", {"learning_rate": 0.5}),
-    ("Adam", {"learning_rate": 0.2, "gradient_accumulation_steps": 2, "clipnorm": 5.0}),
-])
+@pytest.mark.parametrize(
+    ("kind", "kwargs"),
+    [
+        ("SGD", {"learning_rate": 0.05, "momentum": 0.9}),
+        ("Adam", {"learning_rate": 0.05}),
+        ("AdamW", {"learning_rate": 0.05}),
+        ("RMSprop", {"learning_rate": 0.1}),
+        ("Adagrad", {"learning_rate": 0.5}),
+        ("Adam", {"learning_rate": 0.2, "gradient_accumulation_steps": 2, "clipnorm": 5.0}),
+    ],
+)
 def test_fit_trains_with_a_built_keras_optimizer(kind, kwargs):
     x, y = regression()
     nnkit.manual_seed(0)

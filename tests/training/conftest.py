@@ -25,8 +25,15 @@ def regression():
     return x, y
 
 
-def mlp(hidden: int = 32, classes: int = 10, *, dropout: float = 0.0, seed: int = 0,
-        compile_args: tuple = ("adam", "cross_entropy"), **compile_kwargs):
+def mlp(
+    hidden: int = 32,
+    classes: int = 10,
+    *,
+    dropout: float = 0.0,
+    seed: int = 0,
+    compile_args: tuple = ("adam", "cross_entropy"),
+    **compile_kwargs,
+):
     """A lazily built Dense classifier, seeded and compiled."""
     nnkit.manual_seed(seed)
     layers = [Dense(hidden, activation="relu")]

@@ -18,19 +18,25 @@ def model():
     return nnkit.Sequential(Linear(3, 2))
 
 
-@pytest.mark.parametrize("kwargs, unknown, valid", [
-    ({"optimizer": "adamax"}, "optimizer 'adamax'", "adagrad, adam, adamw, rmsprop, sgd"),
-    ({"loss": "hinge"}, "loss 'hinge'", "bce, bce_with_logits"),
-])
+@pytest.mark.parametrize(
+    "kwargs, unknown, valid",
+    [
+        ({"optimizer": "adamax"}, "optimizer 'adamax'", "adagrad, adam, adamw, rmsprop, sgd"),
+        ({"loss": "hinge"}, "loss 'hinge'", "bce, bce_with_logits"),
+    ],
+)
 def test_unknown_names_list_the_valid_ones(kwargs, unknown, valid):
     with pytest.raises(ValueError, match=f"Unknown {unknown}; valid names are: .*{valid}"):
         model().compile(**kwargs)
 
 
 def test_an_unknown_metric_names_both_catalogues():
-    with pytest.raises(ValueError, match=r"Unknown metric 'acurracy': neither one of nnkit's "
-                                         r"metric functions \(acc, accuracy, binary_accuracy.*"
-                                         r"Did you mean 'accuracy'"):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown metric 'acurracy': neither one of nnkit's "
+        r"metric functions \(acc, accuracy, binary_accuracy.*"
+        r"Did you mean 'accuracy'",
+    ):
         model().compile(metrics=["acurracy"])
 
 
@@ -81,8 +87,9 @@ def test_validation_split_errors():
     m = model()
     m.compile("sgd", "cross_entropy")
     loader = DataLoader(TensorDataset(X, Y), batch_size=4)
-    with pytest.raises(ValueError, match="validation_split is only supported for arrays.*"
-                                         "DataLoader"):
+    with pytest.raises(
+        ValueError, match="validation_split is only supported for arrays.*DataLoader"
+    ):
         m.fit(loader, validation_split=0.2, verbose=0)
     with pytest.raises(ValueError, match="validation_split is only supported.*TensorDataset"):
         m.fit(TensorDataset(X, Y), validation_split=0.2, verbose=0)

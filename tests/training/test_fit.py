@@ -18,8 +18,9 @@ from .conftest import mlp, weights
 def test_fit_digits_reaches_high_validation_accuracy(digits):
     x_train, y_train, x_test, y_test = digits
     model = mlp(64, lr=3e-3)
-    history = model.fit(x_train, y_train, epochs=6, validation_data=(x_test, y_test),
-                        verbose=0, seed=0)
+    history = model.fit(
+        x_train, y_train, epochs=6, validation_data=(x_test, y_test), verbose=0, seed=0
+    )
     assert history.history["val_accuracy"][-1] >= 0.95
     assert history.history["loss"][-1] < history.history["loss"][0]
     result = model.evaluate(x_test, y_test, verbose=0, return_dict=True)
@@ -46,8 +47,15 @@ def test_initial_epoch_and_steps_per_epoch(digits):
         def on_train_batch_end(self, batch, logs=None):
             seen.append(batch)
 
-    history = model.fit(digits.x_train, digits.y_train, epochs=5, initial_epoch=2,
-                        steps_per_epoch=4, callbacks=[Count()], verbose=0)
+    history = model.fit(
+        digits.x_train,
+        digits.y_train,
+        epochs=5,
+        initial_epoch=2,
+        steps_per_epoch=4,
+        callbacks=[Count()],
+        verbose=0,
+    )
     assert history.epoch == [2, 3, 4]
     assert seen == [0, 1, 2, 3] * 3
 
@@ -100,8 +108,9 @@ def test_validation_split_takes_the_last_samples_before_shuffling():
 
     model = Record(Linear(1, 1))
     model.compile("sgd", "mse")
-    model.fit(x, x.copy(), batch_size=3, epochs=1, validation_split=0.25, shuffle=True,
-              seed=0, verbose=0)
+    model.fit(
+        x, x.copy(), batch_size=3, epochs=1, validation_split=0.25, shuffle=True, seed=0, verbose=0
+    )
     assert val_seen == [15.0, 16.0, 17.0, 18.0, 19.0]
     assert sorted(train_seen) == list(map(float, range(15)))
     assert train_seen != sorted(train_seen)  # shuffled
@@ -110,10 +119,10 @@ def test_validation_split_takes_the_last_samples_before_shuffling():
 def test_validation_data_as_dataloader(digits):
     model = mlp()
     val = DataLoader(TensorDataset(digits.x_test, digits.y_test), batch_size=64)
-    history = model.fit(digits.x_train, digits.y_train, epochs=1, validation_data=val,
-                        verbose=0)
+    history = model.fit(digits.x_train, digits.y_train, epochs=1, validation_data=val, verbose=0)
     assert history.history["val_loss"][0] == pytest.approx(
-        model.evaluate(digits.x_test, digits.y_test, verbose=0)[0])  # Keras: [loss, metrics]
+        model.evaluate(digits.x_test, digits.y_test, verbose=0)[0]
+    )  # Keras: [loss, metrics]
 
 
 def test_evaluate_weights_batches_by_size():
@@ -178,8 +187,12 @@ def test_optimizer_instance_callable_and_lr(regression):
     model.fit(x, y, epochs=1, verbose=0)
     assert model.optimizer.param_groups[0]["lr"] == 0.02
     assert model.optimizer.param_groups[0]["momentum"] == 0.9
-    for name, cls in [("sgd", "SGD"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
-                      ("adagrad", "Adagrad")]:
+    for name, cls in [
+        ("sgd", "SGD"),
+        ("adamw", "AdamW"),
+        ("rmsprop", "RMSprop"),
+        ("adagrad", "Adagrad"),
+    ]:
         model.compile(name, "mse", lr=0.01)
         model.fit(x, y, epochs=1, verbose=0)
         assert type(model.optimizer).__name__ == cls
@@ -210,7 +223,8 @@ def test_binary_and_probability_losses():
     assert history.history["binary_accuracy"][-1] > 0.9
     probs = model.predict(x)[:, 0]
     assert model.evaluate(x, y, verbose=0, return_dict=True)["binary_accuracy"] == pytest.approx(
-        np.mean((probs > 0.5) == (y == 1)))
+        np.mean((probs > 0.5) == (y == 1))
+    )
     model = nnkit.Sequential(Linear(3, 1))
     model.compile("adam", "bce_with_logits", lr=0.1)
     history = model.fit(x, y, epochs=5, batch_size=16, verbose=0)
@@ -232,8 +246,7 @@ def test_metric_functions_against_numpy():
     scores = rng.standard_normal((50, 6)).astype(np.float32)
     labels = rng.integers(0, 6, 50)
     pred, true = nnkit.tensor(scores), nnkit.tensor(labels)
-    assert metrics.accuracy(pred, true).item() == pytest.approx(
-        np.mean(scores.argmax(1) == labels))
+    assert metrics.accuracy(pred, true).item() == pytest.approx(np.mean(scores.argmax(1) == labels))
     rank = (scores > scores[np.arange(50), labels][:, None]).sum(1)
     assert metrics.top_k_accuracy(pred, true, k=3).item() == pytest.approx(np.mean(rank < 3))
     one_hot = nnkit.tensor(np.eye(6, dtype=np.float32)[labels])
@@ -259,12 +272,16 @@ def test_custom_metric_callable_and_multi_output_losses(regression):
     model.compile("sgd", ["mse", "mae"], metrics=[max_error], loss_weights=[1.0, 0.5])
     batch = (nnkit.tensor(x), (nnkit.tensor(y), nnkit.tensor(y)))
     out = model(batch[0])
-    expected = (nnkit.nn.functional.mse_loss(out[0][:, 0], batch[1][0]).item()
-                + 0.5 * nnkit.nn.functional.l1_loss(out[1][:, 0], batch[1][1]).item())
+    expected = (
+        nnkit.nn.functional.mse_loss(out[0][:, 0], batch[1][0]).item()
+        + 0.5 * nnkit.nn.functional.l1_loss(out[1][:, 0], batch[1][1]).item()
+    )
     assert model.compute_loss(batch[0], batch[1], out).item() == pytest.approx(expected, rel=1e-5)
-    loader = DataLoader(TensorDataset(x, y), batch_size=32,
-                        collate_fn=lambda s: (np.stack([a for a, _ in s]),
-                                              (np.array([b for _, b in s]),) * 2))
+    loader = DataLoader(
+        TensorDataset(x, y),
+        batch_size=32,
+        collate_fn=lambda s: (np.stack([a for a, _ in s]), (np.array([b for _, b in s]),) * 2),
+    )
     history = model.fit(loader, epochs=2, verbose=0)
     assert set(history.history) == {"loss", "max_error"}
     preds = model.predict(x)
@@ -283,8 +300,9 @@ def test_train_step_override_controls_the_logs(digits):
     nnkit.manual_seed(0)
     model = Custom([Dense(16), Dense(10)])
     model.compile("adam", "cross_entropy")
-    history = model.fit(digits.x_train[:100], digits.y_train[:100], batch_size=32, epochs=1,
-                        verbose=0)
+    history = model.fit(
+        digits.x_train[:100], digits.y_train[:100], batch_size=32, epochs=1, verbose=0
+    )
     assert calls == [32, 32, 32, 4]
     assert history.history["double"][0] == pytest.approx(2 * history.history["loss"][0])
     assert history.history["size"][0] == pytest.approx((3 * 32 * 32 + 4 * 4) / 100)
@@ -315,11 +333,23 @@ def test_callback_hook_order_and_stop_training(digits):
             events.append("train_end")
 
     model = mlp()
-    model.fit(digits.x_train[:200], digits.y_train[:200], epochs=3, verbose=0,
-              validation_split=0.5, callbacks=[Log()])
-    assert events == ["train_begin", "epoch_begin0", "batch0", "batch1", "test_begin",
-                      "epoch_end0:['accuracy', 'loss', 'val_accuracy', 'val_loss']",
-                      "train_end"]
+    model.fit(
+        digits.x_train[:200],
+        digits.y_train[:200],
+        epochs=3,
+        verbose=0,
+        validation_split=0.5,
+        callbacks=[Log()],
+    )
+    assert events == [
+        "train_begin",
+        "epoch_begin0",
+        "batch0",
+        "batch1",
+        "test_begin",
+        "epoch_end0:['accuracy', 'loss', 'val_accuracy', 'val_loss']",
+        "train_end",
+    ]
 
 
 def test_predict_and_evaluate_hooks(digits):
@@ -334,10 +364,15 @@ def test_predict_and_evaluate_hooks(digits):
 
     model = mlp()
     model.predict(digits.x_test[:40], batch_size=32, callbacks=[Log()])
-    model.evaluate(digits.x_test[:40], digits.y_test[:40], batch_size=32, verbose=0,
-                   callbacks=[Log()])
-    assert events == [("predict", 0, (32, 10)), ("predict", 1, (8, 10)),
-                      ("test", 0, ["accuracy", "loss"]), ("test", 1, ["accuracy", "loss"])]
+    model.evaluate(
+        digits.x_test[:40], digits.y_test[:40], batch_size=32, verbose=0, callbacks=[Log()]
+    )
+    assert events == [
+        ("predict", 0, (32, 10)),
+        ("predict", 1, (8, 10)),
+        ("test", 0, ["accuracy", "loss"]),
+        ("test", 1, ["accuracy", "loss"]),
+    ]
 
 
 def test_inputs_follow_the_model_device(digits, device):

@@ -23,8 +23,12 @@ def two_by_two(seed=0):
 
 def data(n=30):
     rng = np.random.default_rng(1)
-    return (rng.normal(size=(n, 4)).astype(np.float32), rng.normal(size=(n, 3)).astype(np.float32),
-            rng.integers(0, 3, n), rng.normal(size=(n, 1)).astype(np.float32))
+    return (
+        rng.normal(size=(n, 4)).astype(np.float32),
+        rng.normal(size=(n, 3)).astype(np.float32),
+        rng.integers(0, 3, n),
+        rng.normal(size=(n, 1)).astype(np.float32),
+    )
 
 
 class Pairs(Dataset):
@@ -43,8 +47,9 @@ def test_arrays_by_name_and_list_equal_a_dataset_of_the_same_samples():
     xa, xb, y1, y2 = data()
     kwargs = dict(epochs=2, batch_size=8, shuffle=False, verbose=0)
     reference = two_by_two()
-    expected = reference.fit(DataLoader(Pairs(xa, xb, y1, y2), batch_size=8), epochs=2,
-                             verbose=0).history
+    expected = reference.fit(
+        DataLoader(Pairs(xa, xb, y1, y2), batch_size=8), epochs=2, verbose=0
+    ).history
     for targets in ([y1, y2], {"cls": y1, "reg": y2}):
         model = two_by_two()
         assert model.fit({"a": xa, "b": xb}, targets, **kwargs).history == expected
@@ -53,14 +58,21 @@ def test_arrays_by_name_and_list_equal_a_dataset_of_the_same_samples():
     outputs = model.predict({"a": xa, "b": xb}, batch_size=7, verbose=0)
     assert [o.shape for o in outputs] == [(30, 3), (30, 1)]
     assert model.evaluate({"a": xa, "b": xb}, [y1, y2], verbose=0) == pytest.approx(
-        reference.evaluate(DataLoader(Pairs(xa, xb, y1, y2), batch_size=32), verbose=0))
+        reference.evaluate(DataLoader(Pairs(xa, xb, y1, y2), batch_size=32), verbose=0)
+    )
 
 
 def test_validation_split_and_weights_slice_every_array():
     xa, xb, y1, y2 = data()
     model = two_by_two()
-    history = model.fit({"a": xa, "b": xb}, [y1, y2], sample_weight=np.ones(30, np.float32),
-                        validation_split=0.2, epochs=1, verbose=0)
+    history = model.fit(
+        {"a": xa, "b": xb},
+        [y1, y2],
+        sample_weight=np.ones(30, np.float32),
+        validation_split=0.2,
+        epochs=1,
+        verbose=0,
+    )
     expected = model.evaluate({"a": xa[24:], "b": xb[24:]}, [y1[24:], y2[24:]], verbose=0)
     assert history.history["val_loss"][0] == pytest.approx(expected, rel=1e-6)
 
@@ -68,9 +80,13 @@ def test_validation_split_and_weights_slice_every_array():
 def test_structure_errors_name_the_part():
     xa, xb, y1, y2 = data()
     model = two_by_two()
-    with pytest.raises(ValueError, match="x and y have different lengths: x has 30 samples, "
-                                         "y has 29"):
+    with pytest.raises(
+        ValueError, match="x and y have different lengths: x has 30 samples, y has 29"
+    ):
         model.fit({"a": xa, "b": xb}, [y1[:29], y2[:29]], verbose=0)
-    with pytest.raises(ValueError, match=r"must name every output of the model \['cls', "
-                                         r"'reg'\]; missing \['reg'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"must name every output of the model \['cls', "
+        r"'reg'\]; missing \['reg'\]",
+    ):
         model.fit({"a": xa, "b": xb}, {"cls": y1, "other": y2}, verbose=0)

@@ -42,13 +42,13 @@ def test_evaluate_with_sample_weight_is_keras_sum_over_batch_size():
     logits = m.predict(x, verbose=0)
     expected = float((w * per_sample_ce(logits, y)).sum() / len(y))
     for batch_size in (24, 5):  # batches weighted by size: the same number
-        logs = m.evaluate(x, y, sample_weight=w, batch_size=batch_size, verbose=0,
-                          return_dict=True)
+        logs = m.evaluate(x, y, sample_weight=w, batch_size=batch_size, verbose=0, return_dict=True)
         assert logs["loss"] == pytest.approx(expected, rel=1e-5)
         # metrics are not weighted (Keras: only weighted_metrics are)
         assert logs["accuracy"] == pytest.approx(np.mean(logits.argmax(1) == y))
     assert m.evaluate(x, y, verbose=0, return_dict=True)["loss"] == pytest.approx(
-        per_sample_ce(logits, y).mean(), rel=1e-5)
+        per_sample_ce(logits, y).mean(), rel=1e-5
+    )
 
 
 def test_a_weighted_training_step_equals_torch():
@@ -61,8 +61,9 @@ def test_a_weighted_training_step_equals_torch():
     with torch.no_grad():
         layer.weight.copy_(torch.from_numpy(start["0.weight"]))
         layer.bias.copy_(torch.from_numpy(start["0.bias"]))
-    losses = torch.nn.functional.cross_entropy(layer(torch.from_numpy(x)), torch.from_numpy(y),
-                                               reduction="none")
+    losses = torch.nn.functional.cross_entropy(
+        layer(torch.from_numpy(x)), torch.from_numpy(y), reduction="none"
+    )
     loss = (losses * torch.from_numpy(w)).sum() / len(y)
     loss.backward()
     assert history.history["loss"][0] == pytest.approx(loss.item(), rel=1e-5)
@@ -126,8 +127,15 @@ def test_validation_freq_batch_size_and_steps():
     history = m.fit(x, y, epochs=4, validation_data=(xv, yv), validation_freq=2, verbose=0)
     assert len(history.history["loss"]) == 4 and len(history.history["val_loss"]) == 2
     m = model()
-    history = m.fit(x, y, epochs=1, validation_data=(xv, yv, wv), validation_batch_size=4,
-                    validation_steps=1, verbose=0)
+    history = m.fit(
+        x,
+        y,
+        epochs=1,
+        validation_data=(xv, yv, wv),
+        validation_batch_size=4,
+        validation_steps=1,
+        verbose=0,
+    )
     expected = m.evaluate(xv[:4], yv[:4], sample_weight=wv[:4], verbose=0)
     assert history.history["val_loss"][0] == pytest.approx(expected[0])
     with pytest.raises(ValueError, match="validation_freq must be a positive integer"):
@@ -146,7 +154,8 @@ def test_keras_defaults_and_return_types(capsys):
     assert isinstance(result, list) and len(result) == 2  # [loss, accuracy]
     assert isinstance(model(metrics=()).evaluate(x, y, verbose=0), float)
     assert m.evaluate(x, y, steps=1, verbose=0, return_dict=True)["loss"] == pytest.approx(
-        m.evaluate(x[:32], y[:32], verbose=0, return_dict=True)["loss"])
+        m.evaluate(x[:32], y[:32], verbose=0, return_dict=True)["loss"]
+    )
     assert m.predict(x, batch_size=8, steps=2, verbose=0).shape == (16, 3)
     with pytest.raises(ValueError, match="verbose must be 0, 1, 2 or 'auto'"):
         m.fit(x, y, verbose=3)
@@ -171,12 +180,18 @@ def test_model_checkpoint_honours_the_weights_suffix(tmp_path):
 
     x, y, _ = problem()
     m = model()
-    m.fit(x, y, epochs=1, verbose=0, callbacks=[
-        ModelCheckpoint(tmp_path / "a.weights.h5", monitor="loss"),
-        ModelCheckpoint(tmp_path / "full.h5", monitor="loss")])
+    m.fit(
+        x,
+        y,
+        epochs=1,
+        verbose=0,
+        callbacks=[
+            ModelCheckpoint(tmp_path / "a.weights.h5", monitor="loss"),
+            ModelCheckpoint(tmp_path / "full.h5", monitor="loss"),
+        ],
+    )
     assert "optimizer" not in io.read_checkpoint(tmp_path / "a.weights.h5")
     assert "optimizer" in io.read_checkpoint(tmp_path / "full.h5")
     fresh = model(seed=5)
     fresh.load_weights(tmp_path / "a.weights.h5")
-    np.testing.assert_array_equal(fresh[0].weight.detach().numpy(),
-                                  m[0].weight.detach().numpy())
+    np.testing.assert_array_equal(fresh[0].weight.detach().numpy(), m[0].weight.detach().numpy())

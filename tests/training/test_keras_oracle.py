@@ -18,7 +18,8 @@ from nnkit import nn  # noqa: E402
 
 # Keras's own code, not nnkit's, warns about NumPy 2's copy keyword
 pytestmark = pytest.mark.filterwarnings(
-    "ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning")
+    "ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning"
+)
 
 
 def numpy(value):
@@ -33,23 +34,44 @@ def copy_dense(keras_layer, nnkit_layer):
 
 
 RNG = np.random.default_rng(0)
-BINARY = [(RNG.integers(0, 2, (12, 1)).astype("f4"), RNG.uniform(size=(12, 1)).astype("f4"),
-           RNG.uniform(0.1, 2, 12).astype("f4")) for _ in range(2)]
-CLASSES = [(RNG.integers(0, 4, 12), RNG.dirichlet(np.ones(4), 12).astype("f4"),
-            RNG.uniform(0.1, 2, 12).astype("f4")) for _ in range(2)]
+BINARY = [
+    (
+        RNG.integers(0, 2, (12, 1)).astype("f4"),
+        RNG.uniform(size=(12, 1)).astype("f4"),
+        RNG.uniform(0.1, 2, 12).astype("f4"),
+    )
+    for _ in range(2)
+]
+CLASSES = [
+    (
+        RNG.integers(0, 4, 12),
+        RNG.dirichlet(np.ones(4), 12).astype("f4"),
+        RNG.uniform(0.1, 2, 12).astype("f4"),
+    )
+    for _ in range(2)
+]
 
 
-@pytest.mark.parametrize("name, kwargs, data", [
-    ("AUC", {}, BINARY), ("AUC", {"curve": "PR"}, BINARY),
-    ("Precision", {}, BINARY), ("Recall", {"thresholds": 0.3}, BINARY),
-    ("BinaryAccuracy", {}, BINARY), ("BinaryCrossentropy", {}, BINARY),
-    ("MeanSquaredError", {}, BINARY), ("MeanAbsoluteError", {}, BINARY),
-    ("RootMeanSquaredError", {}, BINARY),
-    ("SparseCategoricalAccuracy", {}, CLASSES), ("SparseCategoricalCrossentropy", {}, CLASSES),
-    ("SparseTopKCategoricalAccuracy", {"k": 2}, CLASSES),
-    ("CategoricalAccuracy", {}, "one_hot"), ("F1Score", {"average": "macro"}, "one_hot"),
-    ("CategoricalCrossentropy", {}, "one_hot"),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, data",
+    [
+        ("AUC", {}, BINARY),
+        ("AUC", {"curve": "PR"}, BINARY),
+        ("Precision", {}, BINARY),
+        ("Recall", {"thresholds": 0.3}, BINARY),
+        ("BinaryAccuracy", {}, BINARY),
+        ("BinaryCrossentropy", {}, BINARY),
+        ("MeanSquaredError", {}, BINARY),
+        ("MeanAbsoluteError", {}, BINARY),
+        ("RootMeanSquaredError", {}, BINARY),
+        ("SparseCategoricalAccuracy", {}, CLASSES),
+        ("SparseCategoricalCrossentropy", {}, CLASSES),
+        ("SparseTopKCategoricalAccuracy", {"k": 2}, CLASSES),
+        ("CategoricalAccuracy", {}, "one_hot"),
+        ("F1Score", {"average": "macro"}, "one_hot"),
+        ("CategoricalCrossentropy", {}, "one_hot"),
+    ],
+)
 def test_metrics_after_two_weighted_updates(name, kwargs, data):
     if data == "one_hot":
         data = [(np.eye(4, dtype="f4")[y], p, w) for y, p, w in CLASSES]
@@ -58,10 +80,12 @@ def test_metrics_after_two_weighted_updates(name, kwargs, data):
         if name == "F1Score":
             weight = None  # Keras's F1Score takes sample weights of the batch's rank only
         theirs.update_state(y_true, y_pred, sample_weight=weight)
-        ours.update_state(nnkit.tensor(y_true), nnkit.tensor(y_pred),
-                          sample_weight=None if weight is None else nnkit.tensor(weight))
-    np.testing.assert_allclose(numpy(ours.result()), numpy(theirs.result()), rtol=2e-6,
-                               atol=1e-7)
+        ours.update_state(
+            nnkit.tensor(y_true),
+            nnkit.tensor(y_pred),
+            sample_weight=None if weight is None else nnkit.tensor(weight),
+        )
+    np.testing.assert_allclose(numpy(ours.result()), numpy(theirs.result()), rtol=2e-6, atol=1e-7)
 
 
 def twin_models(units=3, features=4):
@@ -76,28 +100,40 @@ def twin_models(units=3, features=4):
 def test_the_first_weighted_step(weighting):
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=(16, 4)).astype("f4"), rng.integers(0, 3, 16)
-    kwargs = ({"class_weight": {0: 0.5, 2: 3.0}} if weighting == "class_weight"
-              else {"sample_weight": rng.uniform(0.1, 2.0, 16).astype("f4")})
+    kwargs = (
+        {"class_weight": {0: 0.5, 2: 3.0}}
+        if weighting == "class_weight"
+        else {"sample_weight": rng.uniform(0.1, 2.0, 16).astype("f4")}
+    )
     ours, theirs = twin_models()
-    theirs.compile(keras.optimizers.SGD(0.1),
-                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    theirs.compile(
+        keras.optimizers.SGD(0.1), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     ours.compile("sgd", "sparse_categorical_crossentropy", lr=0.1)
     expected = theirs.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, **kwargs)
     got = ours.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, **kwargs)
     np.testing.assert_allclose(got.history["loss"], expected.history["loss"], rtol=1e-6)
-    np.testing.assert_allclose(ours[0].weight.detach().numpy().T,
-                               numpy(theirs.layers[0].get_weights()[0]), atol=1e-6)
+    np.testing.assert_allclose(
+        ours[0].weight.detach().numpy().T, numpy(theirs.layers[0].get_weights()[0]), atol=1e-6
+    )
 
 
 def test_validation_freq_history_and_evaluate_return_types():
     rng = np.random.default_rng(2)
     x, y = rng.normal(size=(20, 4)).astype("f4"), rng.integers(0, 3, 20)
     ours, theirs = twin_models()
-    theirs.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                   metrics=["accuracy"])
+    theirs.compile(
+        "sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+    )
     ours.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"], lr=0.01)
-    kwargs = dict(epochs=4, batch_size=5, validation_data=(x[:6], y[:6]), validation_freq=2,
-                  shuffle=False, verbose=0)
+    kwargs = dict(
+        epochs=4,
+        batch_size=5,
+        validation_data=(x[:6], y[:6]),
+        validation_freq=2,
+        shuffle=False,
+        verbose=0,
+    )
     expected, got = theirs.fit(x, y, **kwargs).history, ours.fit(x, y, **kwargs).history
     assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in expected.items()}
     np.testing.assert_allclose(got["val_loss"], expected["val_loss"], rtol=1e-5)
@@ -107,21 +143,30 @@ def test_validation_freq_history_and_evaluate_return_types():
 
 
 def test_parameter_counts():
-    theirs = keras.Sequential([keras.Input((20,)), keras.layers.Dense(64),
-                               keras.layers.BatchNormalization(), keras.layers.Dense(10)])
+    theirs = keras.Sequential(
+        [
+            keras.Input((20,)),
+            keras.layers.Dense(64),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dense(10),
+        ]
+    )
     ours = nnkit.Sequential([nn.Dense(64), nn.BatchNorm1d(64), nn.Dense(10)])
     ours.build((None, 20))
     assert ours.count_params() == theirs.count_params() == 2250
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("SGD", {"learning_rate": 0.1, "momentum": 0.9, "nesterov": True}),
-    ("Adam", {"learning_rate": 0.05, "amsgrad": True}),
-    ("AdamW", {"learning_rate": 0.05}),
-    ("RMSprop", {"learning_rate": 0.01, "centered": True, "momentum": 0.5}),
-    ("Adagrad", {"learning_rate": 0.1}),
-    ("Adam", {"learning_rate": 0.05, "gradient_accumulation_steps": 2, "clipnorm": 0.5}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("SGD", {"learning_rate": 0.1, "momentum": 0.9, "nesterov": True}),
+        ("Adam", {"learning_rate": 0.05, "amsgrad": True}),
+        ("AdamW", {"learning_rate": 0.05}),
+        ("RMSprop", {"learning_rate": 0.01, "centered": True, "momentum": 0.5}),
+        ("Adagrad", {"learning_rate": 0.1}),
+        ("Adam", {"learning_rate": 0.05, "gradient_accumulation_steps": 2, "clipnorm": 0.5}),
+    ],
+)
 def test_optimizer_updates(name, kwargs):
     import torch
 
@@ -155,8 +200,9 @@ def test_a_two_input_model_with_a_shared_layer():
     for k, o in zip([la for la in theirs.layers if isinstance(la, keras.layers.Dense)], dense):
         copy_dense(k, o)
     assert ours.count_params() == theirs.count_params()
-    np.testing.assert_allclose(ours.predict([xa, xb], verbose=0),
-                               numpy(theirs.predict([xa, xb], verbose=0)), atol=1e-6)
+    np.testing.assert_allclose(
+        ours.predict([xa, xb], verbose=0), numpy(theirs.predict([xa, xb], verbose=0)), atol=1e-6
+    )
     theirs.compile(keras.optimizers.SGD(0.2), "mse")
     ours.compile("sgd", "mse", lr=0.2)
     expected = theirs.fit([xa, xb], y, batch_size=4, epochs=2, shuffle=False, verbose=0)

@@ -67,8 +67,20 @@ def make_model():
     return model
 
 
-def run(tmp_path, tag, *, crash_at=None, how="raise", save_freq="epoch", first=False,
-        extra=lambda model: [], fit_kwargs=None, x=None, epochs=EPOCHS, resume_extra=None):
+def run(
+    tmp_path,
+    tag,
+    *,
+    crash_at=None,
+    how="raise",
+    save_freq="epoch",
+    first=False,
+    extra=lambda model: [],
+    fit_kwargs=None,
+    x=None,
+    epochs=EPOCHS,
+    resume_extra=None,
+):
     """One run; with ``crash_at`` the first attempt is interrupted and a second,
     fresh attempt resumes it. Returns (weights, history, csv text)."""
     fit_kwargs = dict(fit_kwargs or {})
@@ -81,9 +93,10 @@ def run(tmp_path, tag, *, crash_at=None, how="raise", save_freq="epoch", first=F
         callbacks = [backup] + callbacks if first else callbacks + [backup]
         if crash is not None:
             callbacks.insert(1, Crash(crash, how))
-        inputs = (data() if x is None else (x(), None))
-        history = model.fit(*inputs, batch_size=16, epochs=epochs, verbose=0,
-                            callbacks=callbacks, **fit_kwargs)
+        inputs = data() if x is None else (x(), None)
+        history = model.fit(
+            *inputs, batch_size=16, epochs=epochs, verbose=0, callbacks=callbacks, **fit_kwargs
+        )
         return model, history
 
     if crash_at is not None:
@@ -143,9 +156,11 @@ def test_dropout_with_validation_split(tmp_path):
 @pytest.mark.parametrize("first", [False, True], ids=["backup-last", "backup-first"])
 def test_epoch_scheduler_and_plateau_any_callback_order(tmp_path, first):
     def extra(model):
-        return [LearningRateScheduler(StepLR(model.optimizer, step_size=1, gamma=0.5)),
-                ReduceLROnPlateau(monitor="loss", patience=0, factor=0.5, min_delta=10.0),
-                EarlyStopping(monitor="loss", patience=10)]
+        return [
+            LearningRateScheduler(StepLR(model.optimizer, step_size=1, gamma=0.5)),
+            ReduceLROnPlateau(monitor="loss", patience=0, factor=0.5, min_delta=10.0),
+            EarlyStopping(monitor="loss", patience=10),
+        ]
 
     straight = run(tmp_path, "a", extra=extra, first=first)
     resumed = run(tmp_path, "b", crash_at=10, extra=extra, first=first)
@@ -156,8 +171,11 @@ def test_epoch_scheduler_and_plateau_any_callback_order(tmp_path, first):
 
 def test_per_step_scheduler_mid_epoch(tmp_path):
     def extra(model):
-        return [LearningRateScheduler(OneCycleLR(model.optimizer, max_lr=0.05, total_steps=40),
-                                      interval="step")]
+        return [
+            LearningRateScheduler(
+                OneCycleLR(model.optimizer, max_lr=0.05, total_steps=40), interval="step"
+            )
+        ]
 
     straight = run(tmp_path, "a", extra=extra)
     resumed = run(tmp_path, "b", crash_at=11, extra=extra, save_freq=3)
@@ -182,8 +200,7 @@ def test_signal_request_checkpoints_the_step_it_stops_at(tmp_path):
 def test_callback_added_on_resume_starts_fresh(tmp_path):
     log = tmp_path / "added.csv"
     straight = run(tmp_path, "a")
-    resumed = run(tmp_path, "b", crash_at=10,
-                  resume_extra=lambda model: [CSVLogger(log)])
+    resumed = run(tmp_path, "b", crash_at=10, resume_extra=lambda model: [CSVLogger(log)])
     assert_same(straight, resumed)
     rows = log.read_text().splitlines()
     assert rows[0].startswith("epoch,") and [r.split(",")[0] for r in rows[1:]] == ["1", "2", "3"]
@@ -192,8 +209,7 @@ def test_callback_added_on_resume_starts_fresh(tmp_path):
 def test_num_workers_loader(tmp_path):
     def loader():
         x, y = data()
-        return DataLoader(TensorDataset(x, y), batch_size=16, shuffle=True, seed=3,
-                          num_workers=2)
+        return DataLoader(TensorDataset(x, y), batch_size=16, shuffle=True, seed=3, num_workers=2)
 
     straight = run(tmp_path, "a", x=loader)
     resumed = run(tmp_path, "b", crash_at=12, x=loader, save_freq=4)
@@ -205,16 +221,28 @@ def test_damaged_newest_backup_falls_back_with_a_warning(tmp_path):
     model = make_model()
     backup = BackupAndRestore(tmp_path / "bk", save_freq=2, double_checkpoint=True)
     with pytest.raises(RuntimeError):
-        model.fit(*data(), batch_size=16, epochs=EPOCHS, verbose=0,
-                  callbacks=[Crash(9), CSVLogger(tmp_path / "b.csv"), backup])
+        model.fit(
+            *data(),
+            batch_size=16,
+            epochs=EPOCHS,
+            verbose=0,
+            callbacks=[Crash(9), CSVLogger(tmp_path / "b.csv"), backup],
+        )
     files = BackupAndRestore.backups(tmp_path / "bk")
     assert len(files) == 2
     flip_a_weight_byte(files[0])  # damage the newest: its checksums fail
     model = make_model()
     with pytest.warns(RuntimeWarning, match="damaged"):
-        history = model.fit(*data(), batch_size=16, epochs=EPOCHS, verbose=0,
-                            callbacks=[CSVLogger(tmp_path / "b.csv"),
-                                       BackupAndRestore(tmp_path / "bk", save_freq=2)])
+        history = model.fit(
+            *data(),
+            batch_size=16,
+            epochs=EPOCHS,
+            verbose=0,
+            callbacks=[
+                CSVLogger(tmp_path / "b.csv"),
+                BackupAndRestore(tmp_path / "bk", save_freq=2),
+            ],
+        )
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
     assert_same(straight, (weights, history, (tmp_path / "b.csv").read_text()))
 
@@ -225,36 +253,60 @@ def test_no_backup_of_non_finite_weights(tmp_path, raise_error):
     x[40:] = np.inf  # from the third batch on, the loss and then the weights are NaN
     model = make_model()
     backup = BackupAndRestore(tmp_path / "bk", save_freq=1, delete_checkpoint=False)
-    fit = dict(batch_size=16, epochs=2, shuffle=False, verbose=0,
-               callbacks=[TerminateOnNaN(raise_error=raise_error), backup])
+    fit = dict(
+        batch_size=16,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[TerminateOnNaN(raise_error=raise_error), backup],
+    )
     with np.errstate(all="ignore"):
         if raise_error:
-            with pytest.raises(RuntimeError, match=r"non-finite loss \(nan\) at epoch 1, "
-                                                   r"step 3"):
+            with pytest.raises(
+                RuntimeError,
+                match=r"non-finite loss \(nan\) at epoch 1, "
+                r"step 3",
+            ):
                 model.fit(x, y, **fit)
         else:
             with pytest.warns(RuntimeWarning, match="NaN or infinite"):
                 model.fit(x, y, **fit)
     files = BackupAndRestore.backups(tmp_path / "bk")
     assert os.path.basename(files[0]) == "backup-0000000002.h5"
-    assert all(np.isfinite(v).all() for v in
-               nnkit.io.read_checkpoint(files[0])["model"].values())
+    assert all(np.isfinite(v).all() for v in nnkit.io.read_checkpoint(files[0])["model"].values())
 
 
 def test_resuming_with_another_world_size_is_refused(tmp_path):
     model = make_model()
     with pytest.raises(RuntimeError):
-        model.fit(*data(), batch_size=16, epochs=2, verbose=0,
-                  callbacks=[Crash(9), BackupAndRestore(tmp_path / "bk")])
+        model.fit(
+            *data(),
+            batch_size=16,
+            epochs=2,
+            verbose=0,
+            callbacks=[Crash(9), BackupAndRestore(tmp_path / "bk")],
+        )
     path = BackupAndRestore.backups(tmp_path / "bk")[0]
     ckpt = nnkit.io.read_checkpoint(path)
     ckpt["extra"]["fit"]["world_size"] = 2
-    nnkit.io.save_checkpoint(path, model=ckpt["model"], optimizer=ckpt["optimizer"],
-                             loader=ckpt["loader"], callbacks=ckpt["callbacks"],
-                             extra=ckpt["extra"], epoch=ckpt["epoch"], step=ckpt["step"])
+    nnkit.io.save_checkpoint(
+        path,
+        model=ckpt["model"],
+        optimizer=ckpt["optimizer"],
+        loader=ckpt["loader"],
+        callbacks=ckpt["callbacks"],
+        extra=ckpt["extra"],
+        epoch=ckpt["epoch"],
+        step=ckpt["step"],
+    )
     with pytest.raises(ValueError, match="2 processes.*with 1"):
-        make_model().fit(*data(), batch_size=16, epochs=2, verbose=0,
-                         callbacks=[BackupAndRestore(tmp_path / "bk")])
+        make_model().fit(
+            *data(),
+            batch_size=16,
+            epochs=2,
+            verbose=0,
+            callbacks=[BackupAndRestore(tmp_path / "bk")],
+        )
 
 
 def test_initial_epoch_continues_the_shuffle_order():
@@ -268,8 +320,16 @@ def test_initial_epoch_continues_the_shuffle_order():
         model.compile(lambda p: SGD(p, lr=0.0), "cross_entropy")
         firsts: list[float] = []
         for start, stop in spans:
-            model.fit(x, y, batch_size=30, epochs=stop, initial_epoch=start, seed=5,
-                      verbose=0, callbacks=[_Batches(firsts)])
+            model.fit(
+                x,
+                y,
+                batch_size=30,
+                epochs=stop,
+                initial_epoch=start,
+                seed=5,
+                verbose=0,
+                callbacks=[_Batches(firsts)],
+            )
         order[key] = firsts
     assert len(order["straight"]) == 16 and order["straight"] == order["split"]
 

@@ -52,11 +52,17 @@ def test_load_model_in_a_fresh_process_predicts_and_trains_on_exactly(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(TRAIN))
     for step in ("save", "load"):
-        result = subprocess.run([sys.executable, script, tmp_path, step], cwd=ROOT,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, script, tmp_path, step],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "save_pred.npy"),
-                                  np.load(tmp_path / "load_pred.npy"))
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "save_pred.npy"), np.load(tmp_path / "load_pred.npy")
+    )
     a, b = np.load(tmp_path / "save_after.npz"), np.load(tmp_path / "load_after.npz")
     assert sorted(a.files) == sorted(b.files)
     for key in a.files:  # Adam's moments and step count came back: the same next epoch
@@ -74,8 +80,9 @@ def test_every_layer_rebuilds_from_its_config(case):
     assert type(rebuilt) is type(layer)
     rebuilt.load_state_dict(layer.state_dict())
     rebuilt.eval()
-    np.testing.assert_array_equal(_run(case, rebuilt, x).detach().numpy(),
-                                  expected.detach().numpy())
+    np.testing.assert_array_equal(
+        _run(case, rebuilt, x).detach().numpy(), expected.detach().numpy()
+    )
 
 
 @nnkit.saving.register_serializable(package="tests")
@@ -112,8 +119,11 @@ def test_user_layers_registered_or_given_as_custom_objects(tmp_path):
     assert isinstance(loaded[1], Scale) and loaded[1].factor == 0.5
     model = compiled(nn.Dense(3), Unregistered(4.0))
     model.save(tmp_path / "b.h5")
-    with pytest.raises(SerializationError, match=r"'Unregistered'.*register_serializable.*"
-                                                 r"custom_objects"):
+    with pytest.raises(
+        SerializationError,
+        match=r"'Unregistered'.*register_serializable.*"
+        r"custom_objects",
+    ):
         nnkit.load_model(tmp_path / "b.h5")
     loaded = nnkit.load_model(tmp_path / "b.h5", custom_objects={"Unregistered": Unregistered})
     x = nnkit.randn(2, 4)
@@ -127,8 +137,13 @@ def test_a_file_never_imports_a_module_it_names(tmp_path):
     with pytest.raises(SerializationError, match="Could not locate class 'system'"):
         deserialize(config)
     with pytest.raises(SerializationError, match="Could not locate function"):
-        deserialize({"module": "nnkit.layers.linear", "class_name": "Dense",
-                     "config": {"units": 2, "activation": {"__function__": "os:system"}}})
+        deserialize(
+            {
+                "module": "nnkit.layers.linear",
+                "class_name": "Dense",
+                "config": {"units": 2, "activation": {"__function__": "os:system"}},
+            }
+        )
 
 
 def test_files_without_an_architecture_and_unsavable_layers(tmp_path):
@@ -146,8 +161,11 @@ def test_files_without_an_architecture_and_unsavable_layers(tmp_path):
             return x
 
     model = compiled(Holder(nnkit.zeros(3)))
-    with pytest.raises(SerializationError, match=r"Holder\(table=...\): a Tensor cannot be "
-                                                 "saved"):
+    with pytest.raises(
+        SerializationError,
+        match=r"Holder\(table=...\): a Tensor cannot be "
+        "saved",
+    ):
         model.save(tmp_path / "h.h5")
     assert not (tmp_path / "h.h5").exists()
 
@@ -155,8 +173,12 @@ def test_files_without_an_architecture_and_unsavable_layers(tmp_path):
 def test_compile_settings_come_back(tmp_path):
     nnkit.manual_seed(0)
     model = nnkit.Sequential([nn.Dense(4), nn.Dense(3)])
-    model.compile(nnkit.optim.RMSprop, nn.CrossEntropyLoss(label_smoothing=0.1),
-                  metrics=["accuracy", "top_k_accuracy"], lr=0.003)
+    model.compile(
+        nnkit.optim.RMSprop,
+        nn.CrossEntropyLoss(label_smoothing=0.1),
+        metrics=["accuracy", "top_k_accuracy"],
+        lr=0.003,
+    )
     x = np.random.default_rng(0).normal(size=(16, 5)).astype("f4")
     y = np.arange(16) % 3
     model.fit(x, y, epochs=1, verbose=0)
@@ -178,8 +200,9 @@ def test_a_functional_model_with_shared_and_nested_parts_round_trips(tmp_path):
     inner = nnkit.Model(inner_in, nn.Dense(3, name="inner_dense")(inner_in), name="inner")
     merged = nn.concatenate([shared(a), shared(b)])
     out = inner(merged)
-    model = nnkit.Model([a, b], [out, nn.Dense(1, name="side")(shared(a) + shared(b))],
-                        name="two_heads")
+    model = nnkit.Model(
+        [a, b], [out, nn.Dense(1, name="side")(shared(a) + shared(b))], name="two_heads"
+    )
     model.compile("adam", ["cross_entropy", "mse"], loss_weights=[1.0, 0.5])
     rng = np.random.default_rng(0)
     xa, xb = (rng.normal(size=(5, 4)).astype(np.float32) for _ in range(2))
@@ -187,8 +210,9 @@ def test_a_functional_model_with_shared_and_nested_parts_round_trips(tmp_path):
     loaded = nnkit.load_model(tmp_path / "f.h5")
     assert [layer.name for layer in loaded.layers] == [layer.name for layer in model.layers]
     assert list(loaded.state_dict()) == list(model.state_dict())
-    for got, expected in zip(loaded([nnkit.tensor(xa), nnkit.tensor(xb)]),
-                             model([nnkit.tensor(xa), nnkit.tensor(xb)])):
+    for got, expected in zip(
+        loaded([nnkit.tensor(xa), nnkit.tensor(xb)]), model([nnkit.tensor(xa), nnkit.tensor(xb)])
+    ):
         np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
     assert loaded._compiled.loss_weights == [1.0, 0.5]
 
@@ -196,11 +220,14 @@ def test_a_functional_model_with_shared_and_nested_parts_round_trips(tmp_path):
 def test_callbacks_describe_themselves():
     from nnkit import callbacks
 
-    made = [callbacks.EarlyStopping(monitor="loss", patience=4, restore_best_weights=True),
-            callbacks.ModelCheckpoint("ck/{epoch}.weights.h5", save_best_only=True),
-            callbacks.ReduceLROnPlateau(factor=0.2, patience=2),
-            callbacks.CSVLogger("log.csv", append=True), callbacks.TerminateOnNaN(),
-            callbacks.BackupAndRestore("backup", save_freq=10)]
+    made = [
+        callbacks.EarlyStopping(monitor="loss", patience=4, restore_best_weights=True),
+        callbacks.ModelCheckpoint("ck/{epoch}.weights.h5", save_best_only=True),
+        callbacks.ReduceLROnPlateau(factor=0.2, patience=2),
+        callbacks.CSVLogger("log.csv", append=True),
+        callbacks.TerminateOnNaN(),
+        callbacks.BackupAndRestore("backup", save_freq=10),
+    ]
     for cb in made:
         config = json.loads(json.dumps(serialize(cb)))
         again = deserialize(config)

@@ -43,7 +43,7 @@ def test_evaluate_gives_the_metric_over_all_batches_not_a_mean_of_batches():
     logs = m.evaluate(x, y, batch_size=7, verbose=0, return_dict=True)
     assert list(logs) == ["loss", "auc", "accuracy"]
     assert logs["auc"] == pytest.approx(reference_auc(x, y, m), abs=1e-7)
-    batch_mean = np.mean([reference_auc(x[i:i + 7], y[i:i + 7], m) for i in range(0, 56, 7)])
+    batch_mean = np.mean([reference_auc(x[i : i + 7], y[i : i + 7], m) for i in range(0, 56, 7)])
     assert abs(batch_mean - logs["auc"]) > 1e-3  # the old per-batch average would differ
 
 
@@ -56,8 +56,7 @@ def test_fit_logs_the_epoch_value_and_resets_each_epoch():
             seen.append(logs["precision"])
 
     m = model(metrics=[nnkit.metrics.Precision(thresholds=0.5, name="precision")])
-    history = m.fit(x, y, batch_size=20, epochs=2, verbose=0, shuffle=False,
-                    callbacks=[Watch()])
+    history = m.fit(x, y, batch_size=20, epochs=2, verbose=0, shuffle=False, callbacks=[Watch()])
     assert len(history.history["precision"]) == 2
     assert history.history["precision"][-1] == seen[-1]  # the running value at the end
     assert len(seen) == 6
@@ -85,8 +84,15 @@ def test_a_mid_epoch_resume_keeps_the_metric_state(tmp_path):
     def run(crash):
         m = model(metrics=["auc"])
         callbacks = [BackupAndRestore(tmp_path / "backup", save_freq=1)]
-        return m.fit(x, y, batch_size=8, epochs=2, verbose=0, seed=3,
-                     callbacks=callbacks + ([Crash()] if crash else []))
+        return m.fit(
+            x,
+            y,
+            batch_size=8,
+            epochs=2,
+            verbose=0,
+            seed=3,
+            callbacks=callbacks + ([Crash()] if crash else []),
+        )
 
     with pytest.raises(RuntimeError, match="simulated crash"):
         run(True)
@@ -97,27 +103,33 @@ def test_a_mid_epoch_resume_keeps_the_metric_state(tmp_path):
 @pytest.mark.parametrize("world", [2, 3])
 def test_data_parallel_metrics_cover_every_rank(world):
     x, y, _ = problem(n=61)
-    kwargs = dict(batch_size=6 * world, epochs=2, seed=4, verbose=0,
-                  validation_data=problem(n=13, seed=1)[:2])
+    kwargs = dict(
+        batch_size=6 * world, epochs=2, seed=4, verbose=0, validation_data=problem(n=13, seed=1)[:2]
+    )
 
     def work(comm):
-        return model(comm.rank, metrics=["auc", "recall"]).fit(
-            x, y, distributed=comm, **kwargs).history
+        return (
+            model(comm.rank, metrics=["auc", "recall"])
+            .fit(x, y, distributed=comm, **kwargs)
+            .history
+        )
 
     results = ThreadGroup(world).run(work)
     expected = model(0, metrics=["auc", "recall"]).fit(x, y, **kwargs).history
     for name, values in expected.items():
-        np.testing.assert_allclose(results[0][name], values, rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(results[0][name], values, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_saved_models_keep_their_metrics(tmp_path):
     pytest.importorskip("h5py")
     x, y, w = problem()
-    m = model(metrics=["auc", nnkit.metrics.Recall(thresholds=0.4, name="r40")],
-              weighted_metrics=["binary_accuracy"])
+    m = model(
+        metrics=["auc", nnkit.metrics.Recall(thresholds=0.4, name="r40")],
+        weighted_metrics=["binary_accuracy"],
+    )
     m.fit(x, y, epochs=1, verbose=0)
     m.save(tmp_path / "m.h5")
     loaded = nnkit.load_model(tmp_path / "m.h5")
     assert loaded.evaluate(x, y, sample_weight=w, verbose=0, return_dict=True) == m.evaluate(
-        x, y, sample_weight=w, verbose=0, return_dict=True)
+        x, y, sample_weight=w, verbose=0, return_dict=True
+    )

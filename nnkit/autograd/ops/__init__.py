@@ -6,20 +6,20 @@ functions and lists which of them are also Tensor methods.
 """
 
 from nnkit.autograd.factories import (
-                                      bool,
-                                      cpu,
-                                      cuda,
-                                      double,
-                                      float,
-                                      half,
-                                      int,
-                                      long,
-                                      new_full,
-                                      new_ones,
-                                      new_tensor,
-                                      new_zeros,
-                                      to,
-                                      type_as,
+    bool,
+    cpu,
+    cuda,
+    double,
+    float,
+    half,
+    int,
+    long,
+    new_full,
+    new_ones,
+    new_tensor,
+    new_zeros,
+    to,
+    type_as,
 )
 from nnkit.autograd.ops.discrete import *  # noqa: F401,F403
 from nnkit.autograd.ops.discrete import __all__ as _dc
@@ -45,13 +45,55 @@ from nnkit.autograd.ops.special import *  # noqa: F401,F403
 from nnkit.autograd.ops.special import NOT_METHODS as _sc_functions
 from nnkit.autograd.ops.special import __all__ as _sc
 
-__all__ = sorted(set(_dc) | set(_ew) | set(_ix) | set(_ip) | set(_la) | set(_rd) | set(_sh)
-                 | set(_od) | set(_sp) | set(_sc))
+__all__ = sorted(
+    set(_dc)
+    | set(_ew)
+    | set(_ix)
+    | set(_ip)
+    | set(_la)
+    | set(_rd)
+    | set(_sh)
+    | set(_od)
+    | set(_sp)
+    | set(_sc)
+)
 
 # Functions whose first argument is the tensor, installed as Tensor methods.
 TENSOR_METHODS = sorted(
-    (set(__all__) - {"cat", "concat", "stack", "where", "broadcast_shapes", "apply_inplace",
-                     "setitem", "getitem", "index_put", "cast", "sum_to", "atleast_2d"}
-     - _od_functions - _sp_functions - _sc_functions)
-    | {"to", "cpu", "cuda", "float", "double", "half", "long", "int", "bool", "type_as",
-       "new_zeros", "new_ones", "new_full", "new_tensor"})
+    (
+        set(__all__)
+        - {
+            "cat",
+            "concat",
+            "stack",
+            "where",
+            "broadcast_shapes",
+            "apply_inplace",
+            "setitem",
+            "getitem",
+            "index_put",
+            "cast",
+            "sum_to",
+            "atleast_2d",
+        }
+        - _od_functions
+        - _sp_functions
+        - _sc_functions
+    )
+    | {
+        "to",
+        "cpu",
+        "cuda",
+        "float",
+        "double",
+        "half",
+        "long",
+        "int",
+        "bool",
+        "type_as",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "new_tensor",
+    }
+)

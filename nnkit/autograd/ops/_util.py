@@ -9,8 +9,16 @@ import numpy as np
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.mat import ArrayMat
 
-__all__ = ["as_mat_pair", "scalar_mat", "float_mat", "wrap_dim", "norm_dims", "reduce_dims",
-           "check_tensor", "is_scalar"]
+__all__ = [
+    "as_mat_pair",
+    "scalar_mat",
+    "float_mat",
+    "wrap_dim",
+    "norm_dims",
+    "reduce_dims",
+    "check_tensor",
+    "is_scalar",
+]
 
 
 def is_scalar(value) -> bool:
@@ -81,8 +89,10 @@ def wrap_dim(dim: int, ndim: int, op: str) -> int:
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if not -n <= dim < n:
-        raise IndexError(f"{op}: dimension {dim} out of range for a tensor with {ndim} "
-                         f"dimension(s) (expected in [{-n}, {n - 1}])")
+        raise IndexError(
+            f"{op}: dimension {dim} out of range for a tensor with {ndim} "
+            f"dimension(s) (expected in [{-n}, {n - 1}])"
+        )
     return int(dim) % n
 
 

@@ -27,9 +27,24 @@ from nnkit.autograd.ops.elementwise import (
     where,
 )
 
-__all__ = ["softmax", "log_softmax", "softmin", "gelu", "silu", "leaky_relu", "elu", "selu",
-           "softplus", "relu", "relu6", "sigmoid", "tanh", "hardtanh", "logsigmoid",
-           "mish"]
+__all__ = [
+    "softmax",
+    "log_softmax",
+    "softmin",
+    "gelu",
+    "silu",
+    "leaky_relu",
+    "elu",
+    "selu",
+    "softplus",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "tanh",
+    "hardtanh",
+    "logsigmoid",
+    "mish",
+]
 
 
 def _softmax_dim(input, dim, op):

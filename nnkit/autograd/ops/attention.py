@@ -25,8 +25,9 @@ def _causal_mask(q_len, k_len, device):
         return ones(q_len, k_len, dtype="bool", device=device).tril()
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale=None):
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None
+):
     """``softmax(Q K^T * scale + M) V`` over the last two dimensions.
 
     Args:
@@ -57,12 +58,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     for name, t in (("query", query), ("key", key), ("value", value)):
         check_tensor(t, op, name)
         if t.ndim < 2:
-            raise ShapeError(f"{op}: {name} must have at least 2 dimensions (..., L, E), got "
-                             f"shape {tuple(t.shape)}")
+            raise ShapeError(
+                f"{op}: {name} must have at least 2 dimensions (..., L, E), got "
+                f"shape {tuple(t.shape)}"
+            )
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
-        raise ShapeError(f"{op}: query {tuple(query.shape)}, key {tuple(key.shape)} and value "
-                         f"{tuple(value.shape)} do not fit (expected (..., L, E), (..., S, E), "
-                         "(..., S, Ev))")
+        raise ShapeError(
+            f"{op}: query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+            f"{tuple(value.shape)} do not fit (expected (..., L, E), (..., S, E), "
+            "(..., S, Ev))"
+        )
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale

@@ -94,8 +94,7 @@ class ConvNd(Op):
         x, w = ctx.saved_tensors
         n, geom = ctx.needs_input_grad, ctx.geom
         gx = ConvInputGrad.apply(grad_output, w, geom) if n[0] else None
-        gw = ConvWeightGrad.apply(x, grad_output, geom, ctx.__dict__.get("cols")) \
-            if n[1] else None
+        gw = ConvWeightGrad.apply(x, grad_output, geom, ctx.__dict__.get("cols")) if n[1] else None
         gb = grad_output.sum((0,) + tuple(range(2, grad_output.ndim))) if n[2] else None
         return gx, gw, gb, None
 
@@ -108,8 +107,9 @@ class ConvInputGrad(Op):
         ctx.geom = geom
         ctx.save_for_backward(gy, w)
         cols = _bmm(_rows(gy, geom.groups), _w_cols(w, geom.groups).transpose((0, 2, 1)))
-        return cols.conv_col2im(geom.in_shape, geom.out, geom.kernel, geom.stride,
-                                geom.dilation, geom.pads, geom.groups)
+        return cols.conv_col2im(
+            geom.in_shape, geom.out, geom.kernel, geom.stride, geom.dilation, geom.pads, geom.groups
+        )
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -155,11 +155,13 @@ def _pads(padding, nd, kernel, dilation, stride, op):
         if padding == "valid":
             return ((0, 0),) * nd
         if padding != "same":
-            raise ValueError(f"{op}: padding must be an int, a tuple, 'same' or 'valid', "
-                             f"got {padding!r}")
+            raise ValueError(
+                f"{op}: padding must be an int, a tuple, 'same' or 'valid', got {padding!r}"
+            )
         if any(s != 1 for s in stride):
-            raise ValueError(f"{op}: padding='same' is not supported for strided "
-                             f"convolutions (stride={stride})")
+            raise ValueError(
+                f"{op}: padding='same' is not supported for strided convolutions (stride={stride})"
+            )
         total = [d * (k - 1) for k, d in zip(kernel, dilation)]
         return tuple((t // 2, t - t // 2) for t in total)  # extra on the right, as torch
     pads = _tuple(padding, nd, "padding", op)
@@ -175,39 +177,53 @@ def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op):
     check_tensor(input, op)
     check_tensor(weight, op, "weight")
     if input.ndim != nd + 2:
-        raise ShapeError(f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]}, got "
-                         f"shape {tuple(input.shape)}")
+        raise ShapeError(
+            f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]}, got "
+            f"shape {tuple(input.shape)}"
+        )
     if weight.ndim != nd + 2:
-        raise ShapeError(f"{op}: expected weight with {nd + 2} dimensions (out_channels, "
-                         f"in_channels/groups, *kernel), got shape {tuple(weight.shape)}")
+        raise ShapeError(
+            f"{op}: expected weight with {nd + 2} dimensions (out_channels, "
+            f"in_channels/groups, *kernel), got shape {tuple(weight.shape)}"
+        )
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups}")
     c, o = input.shape[1], weight.shape[0]
     if c % groups or o % groups:
-        raise ValueError(f"{op}: in_channels ({c}) and out_channels ({o}) must both be "
-                         f"divisible by groups ({groups})")
+        raise ValueError(
+            f"{op}: in_channels ({c}) and out_channels ({o}) must both be "
+            f"divisible by groups ({groups})"
+        )
     if weight.shape[1] * groups != c:
-        raise ShapeError(f"{op}: input has {c} channels but weight expects "
-                         f"{weight.shape[1] * groups} (groups={groups}); weight shape "
-                         f"{tuple(weight.shape)}, input shape {tuple(input.shape)}")
+        raise ShapeError(
+            f"{op}: input has {c} channels but weight expects "
+            f"{weight.shape[1] * groups} (groups={groups}); weight shape "
+            f"{tuple(weight.shape)}, input shape {tuple(input.shape)}"
+        )
     if bias is not None and tuple(bias.shape) != (o,):
         raise ShapeError(f"{op}: bias must have shape ({o},), got {tuple(bias.shape)}")
     if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
-        raise TypeError(f"{op}: input, weight and bias must share a dtype, got "
-                        f"{input.dtype}, {weight.dtype}"
-                        + ("" if bias is None else f", {bias.dtype}"))
+        raise TypeError(
+            f"{op}: input, weight and bias must share a dtype, got "
+            f"{input.dtype}, {weight.dtype}" + ("" if bias is None else f", {bias.dtype}")
+        )
     kernel = tuple(weight.shape[2:])
     stride = _tuple(stride, nd, "stride", op)
     dilation = _tuple(dilation, nd, "dilation", op)
     if any(s < 1 for s in stride) or any(d < 1 for d in dilation):
-        raise ValueError(f"{op}: stride and dilation must be positive, got stride={stride}, "
-                         f"dilation={dilation}")
+        raise ValueError(
+            f"{op}: stride and dilation must be positive, got stride={stride}, dilation={dilation}"
+        )
     pads = _pads(padding, nd, kernel, dilation, stride, op)
-    out = tuple((s + lo + hi - d * (k - 1) - 1) // t + 1 for s, (lo, hi), k, t, d in
-                zip(input.shape[2:], pads, kernel, stride, dilation))
+    out = tuple(
+        (s + lo + hi - d * (k - 1) - 1) // t + 1
+        for s, (lo, hi), k, t, d in zip(input.shape[2:], pads, kernel, stride, dilation)
+    )
     if any(v < 1 for v in out):
-        raise ShapeError(f"{op}: the (padded) input {tuple(input.shape)} is smaller than the "
-                         f"(dilated) kernel {kernel}; output size would be {out}")
+        raise ShapeError(
+            f"{op}: the (padded) input {tuple(input.shape)} is smaller than the "
+            f"(dilated) kernel {kernel}; output size would be {out}"
+        )
     return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out)
 
 

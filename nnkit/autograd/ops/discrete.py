@@ -14,10 +14,33 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import as_mat_pair
 from nnkit.autograd.ops.shape import reduce_grad
 
-__all__ = ["floor_divide", "remainder", "fmod", "floor", "ceil", "round", "trunc", "sign",
-           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-           "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan",
-           "isinf", "isfinite"]
+__all__ = [
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sign",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+]
 
 
 class _NonDiff(Op):
@@ -56,13 +79,15 @@ def _nondiff(method):
 
 eq, ne, lt, le, gt, ge = (_nondiff(m) for m in ("eq", "ne", "lt", "le", "gt", "ge"))
 logical_and, logical_or, logical_xor = (
-    _nondiff(m) for m in ("logical_and", "logical_or", "logical_xor"))
+    _nondiff(m) for m in ("logical_and", "logical_or", "logical_xor")
+)
 logical_not = _nondiff("logical_not")
 floor, ceil, trunc, sign = (_nondiff(m) for m in ("floor", "ceil", "trunc", "sign"))
 isnan, isinf, isfinite = (_nondiff(m) for m in ("isnan", "isinf", "isfinite"))
 floor_divide = _nondiff("floordiv")
 _bitwise_and, _bitwise_or, _bitwise_xor = (
-    _nondiff(m) for m in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+    _nondiff(m) for m in ("bitwise_and", "bitwise_or", "bitwise_xor")
+)
 _invert = _nondiff("invert")
 
 

@@ -13,10 +13,43 @@ from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar
 from nnkit.autograd.ops.discrete import floor_divide, logical_and, sign, trunc
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
 
-__all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "expm1", "log",
-           "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh",
-           "sigmoid", "relu", "abs", "reciprocal", "clamp", "clip", "maximum", "minimum",
-           "where", "masked_fill", "softplus", "erf", "lerp", "addcmul", "addcdiv"]
+__all__ = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "true_divide",
+    "pow",
+    "neg",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "rsqrt",
+    "square",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "abs",
+    "reciprocal",
+    "clamp",
+    "clip",
+    "maximum",
+    "minimum",
+    "where",
+    "masked_fill",
+    "softplus",
+    "erf",
+    "lerp",
+    "addcmul",
+    "addcdiv",
+]
 
 
 def _meta(a, b, ctx):
@@ -35,8 +68,10 @@ class Add(Op):
     @staticmethod
     def backward(ctx, grad_output):
         n = ctx.needs_input_grad
-        return (_reduce(grad_output, ctx.meta[0]) if n[0] else None,
-                _reduce(grad_output, ctx.meta[1]) if n[1] else None)
+        return (
+            _reduce(grad_output, ctx.meta[0]) if n[0] else None,
+            _reduce(grad_output, ctx.meta[1]) if n[1] else None,
+        )
 
 
 def add(input, other, *, alpha=1):
@@ -60,8 +95,10 @@ class Sub(Op):
     @staticmethod
     def backward(ctx, grad_output):
         n = ctx.needs_input_grad
-        return (_reduce(grad_output, ctx.meta[0]) if n[0] else None,
-                _reduce(-grad_output, ctx.meta[1]) if n[1] else None)
+        return (
+            _reduce(grad_output, ctx.meta[0]) if n[0] else None,
+            _reduce(-grad_output, ctx.meta[1]) if n[1] else None,
+        )
 
 
 def sub(input, other, *, alpha=1):
@@ -83,8 +120,10 @@ class Mul(Op):
     def backward(ctx, grad_output):
         a, b = ctx.saved_tensors
         n = ctx.needs_input_grad
-        return (_reduce(grad_output * b, ctx.meta[0]) if n[0] else None,
-                _reduce(grad_output * a, ctx.meta[1]) if n[1] else None)
+        return (
+            _reduce(grad_output * b, ctx.meta[0]) if n[0] else None,
+            _reduce(grad_output * a, ctx.meta[1]) if n[1] else None,
+        )
 
 
 def mul(input, other):
@@ -107,8 +146,10 @@ class Div(Op):
         a, b = ctx.saved_tensors
         n = ctx.needs_input_grad
         ga = grad_output / b
-        return (_reduce(ga, ctx.meta[0]) if n[0] else None,
-                _reduce(-ga * a / b, ctx.meta[1]) if n[1] else None)
+        return (
+            _reduce(ga, ctx.meta[0]) if n[0] else None,
+            _reduce(-ga * a / b, ctx.meta[1]) if n[1] else None,
+        )
 
 
 def div(input, other, *, rounding_mode=None):
@@ -149,8 +190,11 @@ class Pow(Op):
         if n[0]:
             e = ctx.e
             if e is not None:
-                ga = grad_output * e * pow(a, e - 1) if e != 0 else grad_output.new_zeros(
-                    grad_output.shape)
+                ga = (
+                    grad_output * e * pow(a, e - 1)
+                    if e != 0
+                    else grad_output.new_zeros(grad_output.shape)
+                )
             else:  # b * a**(b-1), with the exponent 1 where b == 0 (no 0 * inf)
                 ga = grad_output * b * pow(a, where(b == 0, 1.0, b) - 1)
             ga = _reduce(ga, ctx.meta[0])
@@ -173,11 +217,17 @@ def pow(input, exponent):
     Raises:
         RuntimeError: for an integer tensor to a negative Python int power.
     """
-    if (isinstance(exponent, int) and exponent < 0 and not isinstance(exponent, bool)
-            and _is_integer_tensor(input)):
-        raise RuntimeError("pow: integers to negative integer powers are not allowed "
-                           f"(exponent {exponent}); use a float exponent such as "
-                           f"{float(exponent)}")
+    if (
+        isinstance(exponent, int)
+        and exponent < 0
+        and not isinstance(exponent, bool)
+        and _is_integer_tensor(input)
+    ):
+        raise RuntimeError(
+            "pow: integers to negative integer powers are not allowed "
+            f"(exponent {exponent}); use a float exponent such as "
+            f"{float(exponent)}"
+        )
     return Pow.apply(input, exponent)
 
 
@@ -215,8 +265,7 @@ def _unary(name, method, grad_fn, save="out", doc=""):
         (saved,) = ctx.saved_tensors
         return grad_fn(grad_output, saved)
 
-    cls = type(name, (Op,), {"forward": staticmethod(forward),
-                             "backward": staticmethod(backward)})
+    cls = type(name, (Op,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
     cls.__module__ = __name__
     return cls
 
@@ -234,8 +283,7 @@ Tanh = _unary("Tanh", "tanh", lambda g, out: TanhGrad.apply(g, out))
 Sigmoid = _unary("Sigmoid", "sigmoid", lambda g, out: SigmoidGrad.apply(g, out))
 Reciprocal = _unary("Reciprocal", "reciprocal", lambda g, out: -g * out * out)
 Softplus = _unary("Softplus", "softplus", lambda g, x: g * sigmoid(x), save="in")
-Erf = _unary("Erf", "erf",
-             lambda g, x: g * 1.1283791670955126 * exp(-(x * x)), save="in")
+Erf = _unary("Erf", "erf", lambda g, x: g * 1.1283791670955126 * exp(-(x * x)), save="in")
 
 
 def exp(input):
@@ -469,8 +517,10 @@ class Minimum(Op):
 
 def _pair_grads(ctx, grad_output, wa):
     n = ctx.needs_input_grad
-    return (_reduce(grad_output * wa, ctx.meta[0]) if n[0] else None,
-            _reduce(grad_output * (1 - wa), ctx.meta[1]) if n[1] else None)
+    return (
+        _reduce(grad_output * wa, ctx.meta[0]) if n[0] else None,
+        _reduce(grad_output * (1 - wa), ctx.meta[1]) if n[1] else None,
+    )
 
 
 def maximum(input, other):
@@ -500,9 +550,11 @@ class Where(Op):
         n = ctx.needs_input_grad
         # a literal 0, not grad_output * 0: a NaN gradient stays out of the unselected
         # branch, as in torch
-        return (None,
-                _reduce(where(cond, grad_output, 0.0), ctx.meta[0]) if n[1] else None,
-                _reduce(where(cond, 0.0, grad_output), ctx.meta[1]) if n[2] else None)
+        return (
+            None,
+            _reduce(where(cond, grad_output, 0.0), ctx.meta[0]) if n[1] else None,
+            _reduce(where(cond, 0.0, grad_output), ctx.meta[1]) if n[2] else None,
+        )
 
 
 def where(condition, input, other):
@@ -512,8 +564,10 @@ def where(condition, input, other):
     if not isinstance(condition, Tensor):
         raise TypeError("where: condition must be a boolean Tensor")
     if condition.dtype.name != "bool":
-        raise TypeError(f"where: condition must be a boolean tensor, got {condition.dtype} "
-                        "(compare it, e.g. cond != 0)")
+        raise TypeError(
+            f"where: condition must be a boolean tensor, got {condition.dtype} "
+            "(compare it, e.g. cond != 0)"
+        )
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         from nnkit.autograd.factories import tensor
 
@@ -538,12 +592,15 @@ def masked_fill(input, mask, value):
     kind = input._impl.data.dtype.kind
     if isinstance(value, Tensor):
         if value.ndim:
-            raise RuntimeError(f"masked_fill: only supports a 0-dimensional value tensor, but "
-                               f"got one of shape {tuple(value.shape)}")
+            raise RuntimeError(
+                f"masked_fill: only supports a 0-dimensional value tensor, but "
+                f"got one of shape {tuple(value.shape)}"
+            )
         if value.dtype != input.dtype:
             value = value.to(input.dtype)
-    elif not (kind == "f" or isinstance(value, bool) or (kind in "iu" and isinstance(
-            value, int))):  # a number the scalar rules would promote: take input's dtype
+    elif not (
+        kind == "f" or isinstance(value, bool) or (kind in "iu" and isinstance(value, int))
+    ):  # a number the scalar rules would promote: take input's dtype
         from nnkit.autograd.factories import tensor
 
         value = tensor(value, dtype=input.dtype, device=input.device)
@@ -563,4 +620,3 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 / tensor2``."""
     return input + tensor1 / tensor2 * value
-

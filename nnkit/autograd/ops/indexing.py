@@ -15,9 +15,21 @@ from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops._util import wrap_dim
 from nnkit.autograd.ops.shape import reshape, sum_to
 
-__all__ = ["getitem", "setitem", "index_put", "gather", "scatter_add", "index_select",
-           "index_add", "repeat_interleave", "tril", "triu", "nonzero", "masked_select",
-           "take_along_dim"]
+__all__ = [
+    "getitem",
+    "setitem",
+    "index_put",
+    "gather",
+    "scatter_add",
+    "index_select",
+    "index_add",
+    "repeat_interleave",
+    "tril",
+    "triu",
+    "nonzero",
+    "masked_select",
+    "take_along_dim",
+]
 
 
 def _index_item(item, x, op):
@@ -36,14 +48,15 @@ def _index_item(item, x, op):
     elif isinstance(item, (list, tuple, np.ndarray)):
         m = type(x._impl.data).from_data(np.asarray(item))
     else:
-        raise IndexError(f"{op}: unsupported index type {type(item).__name__} (use ints, slices, "
-                         "None, Ellipsis, or integer/boolean tensors)")
+        raise IndexError(
+            f"{op}: unsupported index type {type(item).__name__} (use ints, slices, "
+            "None, Ellipsis, or integer/boolean tensors)"
+        )
     kind = m.dtype.kind
     if kind == "b":
         return m.nonzero() if m.ndim else (m,)
     if kind not in "iu":
-        raise IndexError(f"{op}: tensors used as indices must be integer or boolean, got "
-                         f"{m.dtype}")
+        raise IndexError(f"{op}: tensors used as indices must be integer or boolean, got {m.dtype}")
     return (m,)
 
 
@@ -56,7 +69,7 @@ def normalize_index(x, index, op="getitem") -> tuple:
     for item in index:
         parts = _index_item(item, x, op)
         if dim is not None and len(parts) >= 1 and _is_mask(item):
-            _check_mask(item, x.shape[dim:dim + len(parts)], dim, op)
+            _check_mask(item, x.shape[dim : dim + len(parts)], dim, op)
         if item is Ellipsis:
             dim = None
         elif dim is not None and item is not None:
@@ -72,9 +85,11 @@ def _is_mask(item) -> bool:
 
 def _check_mask(mask, dims, start, op):
     if tuple(mask.shape) != tuple(dims):
-        raise IndexError(f"{op}: the shape of the boolean mask {tuple(mask.shape)} does not "
-                         f"match the indexed dimensions {tuple(dims)} starting at dimension "
-                         f"{start}")
+        raise IndexError(
+            f"{op}: the shape of the boolean mask {tuple(mask.shape)} does not "
+            f"match the indexed dimensions {tuple(dims)} starting at dimension "
+            f"{start}"
+        )
 
 
 class GetItem(Op):
@@ -148,8 +163,7 @@ def _value_tensor(x, value, op):
 
     if isinstance(value, Tensor):
         if value.device != x.device:
-            raise RuntimeError(f"{op}: value is on {value.device} but the tensor is on "
-                               f"{x.device}")
+            raise RuntimeError(f"{op}: value is on {value.device} but the tensor is on {x.device}")
         return value
     return tensor(value, dtype=x.dtype, device=x.device)
 
@@ -167,12 +181,18 @@ def setitem(x, index, value) -> None:
     idx = normalize_index(x, index, "setitem")
     v = _value_tensor(x, value, "setitem")
     try:
-        apply_inplace(x, "setitem", lambda snap: IndexPut.apply(snap, v, idx, False),
-                      lambda m: m.setitem(idx, v._impl.data), others=(v,))
+        apply_inplace(
+            x,
+            "setitem",
+            lambda snap: IndexPut.apply(snap, v, idx, False),
+            lambda m: m.setitem(idx, v._impl.data),
+            others=(v,),
+        )
     except (IndexError, ValueError) as exc:
         kind = IndexError if isinstance(exc, IndexError) else ShapeError
-        raise kind(f"setitem: {exc} (tensor shape {tuple(x.shape)}, value shape "
-                   f"{tuple(v.shape)})") from None
+        raise kind(
+            f"setitem: {exc} (tensor shape {tuple(x.shape)}, value shape {tuple(v.shape)})"
+        ) from None
 
 
 def _check_gather(x, dim, index, op):
@@ -182,12 +202,16 @@ def _check_gather(x, dim, index, op):
     if im.dtype.kind not in "iu":
         raise TypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
     if len(ixs) != len(xs):
-        raise ShapeError(f"{op}: index {tuple(index.shape)} and input {tuple(x.shape)} must have "
-                         "the same number of dimensions")
+        raise ShapeError(
+            f"{op}: index {tuple(index.shape)} and input {tuple(x.shape)} must have "
+            "the same number of dimensions"
+        )
     for k, (a, b) in enumerate(zip(ixs, xs)):
         if k != d and a > b:
-            raise ShapeError(f"{op}: index size {a} exceeds the input size {b} at dimension {k} "
-                             f"(index {tuple(index.shape)}, input {tuple(x.shape)})")
+            raise ShapeError(
+                f"{op}: index size {a} exceeds the input size {b} at dimension {k} "
+                f"(index {tuple(index.shape)}, input {tuple(x.shape)})"
+            )
     return d
 
 
@@ -247,23 +271,26 @@ def take_along_dim(input, indices, dim=None):
     from nnkit.autograd.ops.shape import broadcast_shapes, expand
 
     if indices._impl.data.dtype.kind not in "iu":
-        raise TypeError(f"take_along_dim: indices must be an integer tensor, got "
-                        f"{indices.dtype}")
+        raise TypeError(f"take_along_dim: indices must be an integer tensor, got {indices.dtype}")
     if dim is None:
         input, indices, d = reshape(input, (-1,)), reshape(indices, (-1,)), 0
     else:
         if input.ndim != indices.ndim:
-            raise ShapeError(f"take_along_dim: input and indices should have the same number "
-                             f"of dimensions, got {tuple(input.shape)} and "
-                             f"{tuple(indices.shape)}")
+            raise ShapeError(
+                f"take_along_dim: input and indices should have the same number "
+                f"of dimensions, got {tuple(input.shape)} and "
+                f"{tuple(indices.shape)}"
+            )
         d = wrap_dim(dim, input.ndim, "take_along_dim")
     if input.ndim:
         try:
             common = broadcast_shapes(_without(input.shape, d), _without(indices.shape, d))
         except ShapeError:
-            raise ShapeError(f"take_along_dim: input {tuple(input.shape)} and indices "
-                             f"{tuple(indices.shape)} do not broadcast outside dimension "
-                             f"{d}") from None
+            raise ShapeError(
+                f"take_along_dim: input {tuple(input.shape)} and indices "
+                f"{tuple(indices.shape)} do not broadcast outside dimension "
+                f"{d}"
+            ) from None
         input = expand(input, common[:d] + (input.shape[d],) + common[d:])
         indices = expand(indices, common[:d] + (indices.shape[d],) + common[d:])
     size = input.shape[d] if input.ndim else 1
@@ -277,7 +304,7 @@ def take_along_dim(input, indices, dim=None):
 
 
 def _without(shape, d):
-    return tuple(shape[:d]) + tuple(shape[d + 1:])
+    return tuple(shape[:d]) + tuple(shape[d + 1 :])
 
 
 class ScatterAdd(Op):
@@ -304,16 +331,19 @@ def scatter_add(input, dim: int, index, src):
     d = _check_gather(input, dim, index, "scatter_add")
     _check_range(index, input.shape[d] if input.ndim else 1, d, "scatter_add")
     if any(a > b for a, b in zip(index.shape, src.shape)):
-        raise ShapeError(f"scatter_add: index {tuple(index.shape)} is larger than src "
-                         f"{tuple(src.shape)}")
+        raise ShapeError(
+            f"scatter_add: index {tuple(index.shape)} is larger than src {tuple(src.shape)}"
+        )
     return ScatterAdd.apply(input, d, index, src)
 
 
 def _check_index_1d(x, dim, index, op):
     d = wrap_dim(dim, x.ndim, op)
     if index.ndim > 1 or index.dtype.is_floating_point or index.dtype.name == "bool":
-        raise TypeError(f"{op}: index must be a 0-d or 1-d integer tensor, got shape "
-                        f"{tuple(index.shape)} and dtype {index.dtype}")
+        raise TypeError(
+            f"{op}: index must be a 0-d or 1-d integer tensor, got shape "
+            f"{tuple(index.shape)} and dtype {index.dtype}"
+        )
     _check_range(index, x.shape[d] if x.ndim else 1, d, op)
     return d
 
@@ -326,8 +356,10 @@ def _check_range(index, size, d, op):
         lo, hi = int(index.min().item()), int(index.max().item())
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
-        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {d} with size "
-                         f"{size} (valid indices: 0 to {size - 1})")
+        raise IndexError(
+            f"{op}: index {bad} is out of bounds for dimension {d} with size "
+            f"{size} (valid indices: 0 to {size - 1})"
+        )
 
 
 class IndexSelect(Op):
@@ -349,8 +381,9 @@ def index_select(input, dim: int, index):
     d = _check_index_1d(input, dim, index, "index_select")
     if input.ndim == 0:  # a 0-d input gives a 0-d result (as torch)
         if index.numel() != 1:
-            raise IndexError(f"index_select: index to a 0-d tensor can have only 1 value, "
-                             f"got {index.numel()}")
+            raise IndexError(
+                f"index_select: index to a 0-d tensor can have only 1 value, got {index.numel()}"
+            )
         return reshape(IndexSelect.apply(reshape(input, (1,)), 0, reshape(index, (1,))), ())
     return IndexSelect.apply(input, d, reshape(index, (-1,)))
 
@@ -376,10 +409,11 @@ def index_add(input, dim: int, index, source, *, alpha=1):
         source = source * alpha
     if input.ndim == 0:  # as a 1-element vector (as torch: source and index hold 1 value)
         if source.ndim or index.numel() != 1:
-            raise ShapeError(f"index_add: a 0-d input takes a 0-d source and 1 index, got "
-                             f"source shape {tuple(source.shape)} and {index.numel()} indices")
-        out = IndexAdd.apply(reshape(input, (1,)), 0, reshape(index, (1,)),
-                             reshape(source, (1,)))
+            raise ShapeError(
+                f"index_add: a 0-d input takes a 0-d source and 1 index, got "
+                f"source shape {tuple(source.shape)} and {index.numel()} indices"
+            )
+        out = IndexAdd.apply(reshape(input, (1,)), 0, reshape(index, (1,)), reshape(source, (1,)))
         return reshape(out, ())
     return IndexAdd.apply(input, d, index, source)
 
@@ -394,8 +428,9 @@ def repeat_interleave(input, repeats, dim=None):
     n = x.shape[d]
     reps = repeats._impl.data.to_numpy() if isinstance(repeats, Tensor) else np.asarray(repeats)
     if reps.ndim and reps.shape[0] not in (1, n):
-        raise ShapeError(f"repeat_interleave: repeats has {reps.shape[0]} entries but dimension "
-                         f"{d} has size {n}")
+        raise ShapeError(
+            f"repeat_interleave: repeats has {reps.shape[0]} entries but dimension {d} has size {n}"
+        )
     if (reps < 0).any():
         raise ValueError("repeat_interleave: repeats must be non-negative")
     # the index is built where input lives: no round trip of an arange through the host
@@ -465,8 +500,9 @@ def masked_select(input, mask):
         try:
             shape = broadcast_shapes(input.shape, mask.shape)
         except ShapeError:
-            raise ShapeError(f"masked_select: the shapes of input {tuple(input.shape)} and "
-                             f"mask {tuple(mask.shape)} do not broadcast") from None
+            raise ShapeError(
+                f"masked_select: the shapes of input {tuple(input.shape)} and "
+                f"mask {tuple(mask.shape)} do not broadcast"
+            ) from None
         input, mask = expand(input, shape), expand(mask, shape)
     return getitem(input, mask)
-

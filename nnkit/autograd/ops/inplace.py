@@ -17,9 +17,31 @@ from nnkit.autograd.ops import elementwise as ew
 from nnkit.autograd.ops._util import is_scalar, scalar_mat
 from nnkit.autograd.ops.shape import broadcast_shapes
 
-__all__ = ["add_", "sub_", "mul_", "div_", "clamp_", "clip_", "zero_", "fill_", "copy_",
-           "addcmul_", "addcdiv_", "lerp_", "sqrt_", "exp_", "neg_", "pow_", "relu_",
-           "sigmoid_", "tanh_", "masked_fill_", "uniform_", "normal_", "apply_inplace"]
+__all__ = [
+    "add_",
+    "sub_",
+    "mul_",
+    "div_",
+    "clamp_",
+    "clip_",
+    "zero_",
+    "fill_",
+    "copy_",
+    "addcmul_",
+    "addcdiv_",
+    "lerp_",
+    "sqrt_",
+    "exp_",
+    "neg_",
+    "pow_",
+    "relu_",
+    "sigmoid_",
+    "tanh_",
+    "masked_fill_",
+    "uniform_",
+    "normal_",
+    "apply_inplace",
+]
 
 
 def _requires(o) -> bool:
@@ -46,8 +68,10 @@ def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
             raise
         return x
     if impl.grad_fn is None and impl.requires_grad:
-        raise RuntimeError(f"{name}: a leaf tensor that requires grad is being used in an "
-                           "in-place operation; do it under nnkit.no_grad() or on a clone()")
+        raise RuntimeError(
+            f"{name}: a leaf tensor that requires grad is being used in an "
+            "in-place operation; do it under nnkit.no_grad() or on a clone()"
+        )
     if impl._base is not None:
         return _inplace_on_view(x, name, graph_fn, clone_self)
     out = graph_fn(_snapshot(impl, clone_self))
@@ -110,11 +134,15 @@ def _inplace_on_view(x, name, graph_fn, clone_self):
     base = impl._base
     recipe = impl._view_recipe
     if recipe is None:
-        raise RuntimeError(f"{name}: in-place modification of a view made by a custom "
-                           "Function is not supported while recording gradients; clone() it")
+        raise RuntimeError(
+            f"{name}: in-place modification of a view made by a custom "
+            "Function is not supported while recording gradients; clone() it"
+        )
     if base.grad_fn is None and base.requires_grad:
-        raise RuntimeError(f"{name}: a view of a leaf tensor that requires grad is being used in "
-                           "an in-place operation; do it under nnkit.no_grad() or on a clone()")
+        raise RuntimeError(
+            f"{name}: a view of a leaf tensor that requires grad is being used in "
+            "an in-place operation; do it under nnkit.no_grad() or on a clone()"
+        )
     old_base = _snapshot(base, clone_self)
     new_view = graph_fn(_replay(old_base, recipe))
     new_base = ViewScatter.apply(old_base, new_view, recipe)
@@ -128,9 +156,10 @@ def _inplace_on_view(x, name, graph_fn, clone_self):
 
 def _raise_if_read_only(name, exc) -> None:
     if "read-only" in str(exc):
-        raise RuntimeError(f"{name}: cannot write into an expanded (broadcast) tensor: several "
-                           "of its elements share one memory location; clone() it first") \
-            from None
+        raise RuntimeError(
+            f"{name}: cannot write into an expanded (broadcast) tensor: several "
+            "of its elements share one memory location; clone() it first"
+        ) from None
 
 
 def _check_binary(x, other, name, *, same_device=True):
@@ -139,24 +168,32 @@ def _check_binary(x, other, name, *, same_device=True):
     xk = xm.array.dtype.kind
     if isinstance(other, _fn.Tensor):
         om = other._impl.data
-        if same_device and (om.__class__ is not xm.__class__ or xm.multi_device) \
-                and om.device != xm.device:
-            raise RuntimeError(f"{name}: expected both tensors on the same device, found "
-                               f"{xm.device} (self) and {om.device} (other)")
+        if (
+            same_device
+            and (om.__class__ is not xm.__class__ or xm.multi_device)
+            and om.device != xm.device
+        ):
+            raise RuntimeError(
+                f"{name}: expected both tensors on the same device, found "
+                f"{xm.device} (self) and {om.device} (other)"
+            )
         ok = om.array.dtype.kind
         if ok == xk and om.array.shape == xm.array.shape:
             return  # the common case (optimizer updates): nothing to check
         shape = broadcast_shapes(x.shape, other.shape)
         if shape != x.shape:
-            raise RuntimeError(f"{name}: output with shape {list(x.shape)} doesn't match the "
-                               f"broadcast shape {list(shape)}")
+            raise RuntimeError(
+                f"{name}: output with shape {list(x.shape)} doesn't match the "
+                f"broadcast shape {list(shape)}"
+            )
     elif is_scalar(other):
         ok = "f" if isinstance(other, float) else "i"
     else:
         raise TypeError(f"{name}: unsupported operand type {type(other).__name__}")
     if xk in "biu" and ok == "f":
-        raise RuntimeError(f"{name}: result type float can't be cast to the in-place output "
-                           f"type {x.dtype}")
+        raise RuntimeError(
+            f"{name}: result type float can't be cast to the in-place output type {x.dtype}"
+        )
 
 
 def _mat(x, other):
@@ -169,37 +206,62 @@ def add_(x, other, *, alpha=1):
     """``x += alpha * other`` in place; returns ``x``."""
     _check_binary(x, other, "add_")
     if alpha != 1:
-        return apply_inplace(x, "add_", lambda old: ew.add(old, other, alpha=alpha),
-                             lambda m: m.iaxpy(alpha, _mat(x, other)), (other,))
-    return apply_inplace(x, "add_", lambda old: ew.add(old, other),
-                         lambda m: m.iadd(_mat(x, other)), (other,))
+        return apply_inplace(
+            x,
+            "add_",
+            lambda old: ew.add(old, other, alpha=alpha),
+            lambda m: m.iaxpy(alpha, _mat(x, other)),
+            (other,),
+        )
+    return apply_inplace(
+        x, "add_", lambda old: ew.add(old, other), lambda m: m.iadd(_mat(x, other)), (other,)
+    )
 
 
 def sub_(x, other, *, alpha=1):
     """``x -= alpha * other`` in place; returns ``x``."""
     _check_binary(x, other, "sub_")
     if alpha != 1:
-        return apply_inplace(x, "sub_", lambda old: ew.sub(old, other, alpha=alpha),
-                             lambda m: m.iaxpy(-alpha, _mat(x, other)), (other,))
-    return apply_inplace(x, "sub_", lambda old: ew.sub(old, other),
-                         lambda m: m.isub(_mat(x, other)), (other,))
+        return apply_inplace(
+            x,
+            "sub_",
+            lambda old: ew.sub(old, other, alpha=alpha),
+            lambda m: m.iaxpy(-alpha, _mat(x, other)),
+            (other,),
+        )
+    return apply_inplace(
+        x, "sub_", lambda old: ew.sub(old, other), lambda m: m.isub(_mat(x, other)), (other,)
+    )
 
 
 def mul_(x, other):
     """``x *= other`` in place; returns ``x``."""
     _check_binary(x, other, "mul_")
-    return apply_inplace(x, "mul_", lambda old: ew.mul(old, other),
-                         lambda m: m.imul(_mat(x, other)), (other,), clone_self=True)
+    return apply_inplace(
+        x,
+        "mul_",
+        lambda old: ew.mul(old, other),
+        lambda m: m.imul(_mat(x, other)),
+        (other,),
+        clone_self=True,
+    )
 
 
 def div_(x, other):
     """``x /= other`` in place (floating tensors only); returns ``x``."""
     if x._impl.data.dtype.kind != "f":
-        raise RuntimeError(f"div_: result type float can't be cast to the in-place output "
-                           f"type {x.dtype}")
+        raise RuntimeError(
+            f"div_: result type float can't be cast to the in-place output type {x.dtype}"
+        )
     _check_binary(x, other, "div_")
-    return apply_inplace(x, "div_", lambda old: ew.div(old, other),
-                         lambda m: m.idiv(_mat(x, other)), (other,), clone_self=True)
+    return apply_inplace(
+        x,
+        "div_",
+        lambda old: ew.div(old, other),
+        lambda m: m.idiv(_mat(x, other)),
+        (other,),
+        clone_self=True,
+    )
 
 
 def clamp_(x, min=None, max=None):
@@ -208,8 +270,13 @@ def clamp_(x, min=None, max=None):
         return _via_copy(x, "clamp_", lambda old: ew.clamp(old, min, max), (min, max))
     if min is None and max is None:
         raise ValueError("clamp_: at least one of 'min' or 'max' must not be None")
-    return apply_inplace(x, "clamp_", lambda old: ew.clamp(old, min, max),
-                         lambda m: m.iclip(min, max), clone_self=True)
+    return apply_inplace(
+        x,
+        "clamp_",
+        lambda old: ew.clamp(old, min, max),
+        lambda m: m.iclip(min, max),
+        clone_self=True,
+    )
 
 
 clip_ = clamp_
@@ -224,8 +291,7 @@ def fill_(x, value):
     """Fill ``x`` with ``value`` in place; returns ``x``."""
     if isinstance(value, _fn.Tensor):
         if value.numel() != 1:
-            raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape "
-                               f"{list(value.shape)}")
+            raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape {list(value.shape)}")
         return copy_(x, value.reshape(()).expand(x.shape))
     return _fill(x, value, "fill_")
 
@@ -237,13 +303,15 @@ def _fill(x, value, name):
 def copy_(x, src):
     """Copy ``src`` (broadcast, cast, from any device) into ``x``; returns ``x``."""
     from nnkit.autograd.factories import tensor
+
     if not isinstance(src, _fn.Tensor):
         src = tensor(src, dtype=x.dtype, device=x.device)
     if src._impl.data.dtype.kind != "f":
         _check_binary(x, src, "copy_", same_device=False)
     if broadcast_shapes(x.shape, src.shape) != x.shape:
-        raise RuntimeError(f"copy_: source shape {list(src.shape)} can't be broadcast to "
-                           f"{list(x.shape)}")
+        raise RuntimeError(
+            f"copy_: source shape {list(src.shape)} can't be broadcast to {list(x.shape)}"
+        )
 
     def fast(m):
         s = src._impl.data
@@ -280,14 +348,24 @@ def _via_copy(x, name, fn, others=(), clone_self=True):
 
 def addcmul_(x, tensor1, tensor2, *, value=1):
     """``x += value * tensor1 * tensor2`` in place."""
-    return _via_copy(x, "addcmul_", lambda old: ew.addcmul(old, tensor1, tensor2, value=value),
-                     (tensor1, tensor2), clone_self=False)
+    return _via_copy(
+        x,
+        "addcmul_",
+        lambda old: ew.addcmul(old, tensor1, tensor2, value=value),
+        (tensor1, tensor2),
+        clone_self=False,
+    )
 
 
 def addcdiv_(x, tensor1, tensor2, *, value=1):
     """``x += value * tensor1 / tensor2`` in place."""
-    return _via_copy(x, "addcdiv_", lambda old: ew.addcdiv(old, tensor1, tensor2, value=value),
-                     (tensor1, tensor2), clone_self=False)
+    return _via_copy(
+        x,
+        "addcdiv_",
+        lambda old: ew.addcdiv(old, tensor1, tensor2, value=value),
+        (tensor1, tensor2),
+        clone_self=False,
+    )
 
 
 def lerp_(x, end, weight):
@@ -325,8 +403,9 @@ def tanh_(x):
 
 def masked_fill_(x, mask, value):
     """Write ``value`` where ``mask`` is True, in place."""
-    return _via_copy(x, "masked_fill_", lambda old: ew.masked_fill(old, mask, value), (value,),
-                     clone_self=False)
+    return _via_copy(
+        x, "masked_fill_", lambda old: ew.masked_fill(old, mask, value), (value,), clone_self=False
+    )
 
 
 def uniform_(x, a: float = 0.0, b: float = 1.0):
@@ -335,8 +414,9 @@ def uniform_(x, a: float = 0.0, b: float = 1.0):
 
     m = x._impl.data
     draw = type(m).uniform(a, b, m.shape, m.dtype, default_generator())
-    return apply_inplace(x, "uniform_", lambda old: _replaced(old, _t(draw)),
-                         lambda mm: mm.copy_(draw))
+    return apply_inplace(
+        x, "uniform_", lambda old: _replaced(old, _t(draw)), lambda mm: mm.copy_(draw)
+    )
 
 
 def normal_(x, mean: float = 0.0, std: float = 1.0):
@@ -347,8 +427,9 @@ def normal_(x, mean: float = 0.0, std: float = 1.0):
     draw = type(m).randn(m.shape, m.dtype, default_generator())
     if std != 1.0 or mean != 0.0:
         draw = draw.mul(type(m).scalar(std, m.dtype)).add(type(m).scalar(mean, m.dtype))
-    return apply_inplace(x, "normal_", lambda old: _replaced(old, _t(draw)),
-                         lambda mm: mm.copy_(draw))
+    return apply_inplace(
+        x, "normal_", lambda old: _replaced(old, _t(draw)), lambda mm: mm.copy_(draw)
+    )
 
 
 def _t(mat):

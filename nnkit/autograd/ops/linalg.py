@@ -75,11 +75,14 @@ def matmul(input, other):
     sa, sb = ma.shape, mb.shape
     na, nb = len(sa), len(sb)
     if na == 0 or nb == 0:
-        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
-                         f"{sa} and {sb}")
+        raise ShapeError(
+            f"matmul: both arguments need at least 1 dimension, got shapes {sa} and {sb}"
+        )
     if ma.dtype != mb.dtype:
-        raise TypeError(f"matmul: expected both tensors to have the same dtype, got "
-                        f"{input.dtype} and {other.dtype}")
+        raise TypeError(
+            f"matmul: expected both tensors to have the same dtype, got "
+            f"{input.dtype} and {other.dtype}"
+        )
     k2 = sb[-2] if nb > 1 else sb[0]
     if sa[-1] != k2:
         raise ShapeError(f"matmul: shapes {sa} and {sb} are not aligned ({sa[-1]} != {k2})")
@@ -98,24 +101,28 @@ def matmul(input, other):
 def mm(input, mat2):
     """Product of two matrices (2-d only)."""
     if input.ndim != 2 or mat2.ndim != 2:
-        raise ShapeError(f"mm: expected 2-d tensors, got shapes {tuple(input.shape)} and "
-                         f"{tuple(mat2.shape)}")
+        raise ShapeError(
+            f"mm: expected 2-d tensors, got shapes {tuple(input.shape)} and {tuple(mat2.shape)}"
+        )
     return matmul(input, mat2)
 
 
 def bmm(input, mat2):
     """Batched product of two 3-d tensors with equal batch sizes."""
     if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
-        raise ShapeError(f"bmm: expected 3-d tensors with equal batch sizes, got shapes "
-                         f"{tuple(input.shape)} and {tuple(mat2.shape)}")
+        raise ShapeError(
+            f"bmm: expected 3-d tensors with equal batch sizes, got shapes "
+            f"{tuple(input.shape)} and {tuple(mat2.shape)}"
+        )
     return matmul(input, mat2)
 
 
 def dot(input, other):
     """Inner product of two 1-d tensors."""
     if input.ndim != 1 or other.ndim != 1:
-        raise ShapeError(f"dot: expected 1-d tensors, got shapes {tuple(input.shape)} and "
-                         f"{tuple(other.shape)}")
+        raise ShapeError(
+            f"dot: expected 1-d tensors, got shapes {tuple(input.shape)} and {tuple(other.shape)}"
+        )
     return matmul(input, other)
 
 

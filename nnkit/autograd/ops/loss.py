@@ -19,8 +19,17 @@ from nnkit.autograd.ops.activation import log_softmax
 from nnkit.autograd.ops.elementwise import Softplus, abs, clamp, log, where
 from nnkit.autograd.ops.indexing import Gather, index_select
 
-__all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
+__all__ = [
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "huber_loss",
+    "smooth_l1_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -50,8 +59,10 @@ def _class_dim(input):
 def _check_index_target(input, target, op):
     want = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
     if tuple(target.shape) != want:
-        raise ShapeError(f"{op}: expected target of shape {want} for input of shape "
-                         f"{tuple(input.shape)}, got {tuple(target.shape)}")
+        raise ShapeError(
+            f"{op}: expected target of shape {want} for input of shape "
+            f"{tuple(input.shape)}, got {tuple(target.shape)}"
+        )
 
 
 def _valid_targets(target, n_classes, ignore_index, op):
@@ -63,8 +74,7 @@ def _valid_targets(target, n_classes, ignore_index, op):
             lo, hi = int(safe.min().item()), int(safe.max().item())
             if lo < 0 or hi >= n_classes:
                 bad = lo if lo < 0 else hi
-                raise IndexError(f"{op}: target class {bad} out of range for {n_classes} "
-                                 "classes")
+                raise IndexError(f"{op}: target class {bad} out of range for {n_classes} classes")
     return valid, safe
 
 
@@ -79,8 +89,7 @@ def _target_weights(weight, safe, valid, dtype):
 
 def _check_weight(weight, n_classes, op):
     if weight is not None and tuple(weight.shape) != (n_classes,):
-        raise ShapeError(f"{op}: weight must have shape ({n_classes},), got "
-                         f"{tuple(weight.shape)}")
+        raise ShapeError(f"{op}: weight must have shape ({n_classes},), got {tuple(weight.shape)}")
 
 
 def _nll(input, target, weight, ignore_index, reduction, op):
@@ -121,8 +130,14 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     return _nll(input, target, weight, ignore_index, reduction, "nll_loss")[0]
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0):
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+):
     """Cross-entropy between logits and class indices or class probabilities.
 
     With class indices: ``nll_loss(log_softmax(input, 1), target, ...)``; with
@@ -158,8 +173,9 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100,
     if input.ndim == 0:
         raise ShapeError(f"{op}: expected input of shape (N, C) or (C,), got a 0-d tensor")
     if not input.dtype.is_floating_point:
-        raise TypeError(f"{op}: expected floating-point logits, got {input.dtype} (cast "
-                        "them with .float())")
+        raise TypeError(
+            f"{op}: expected floating-point logits, got {input.dtype} (cast them with .float())"
+        )
     cd = _class_dim(input)
     n_classes = input.shape[cd]
     logp = log_softmax(input, cd)
@@ -186,8 +202,10 @@ def _class_view(weight, ndim, cd):
 def _soft_cross_entropy(logp, target, weight, reduction, label_smoothing, cd):
     op = "cross_entropy"
     if tuple(target.shape) != tuple(logp.shape):
-        raise ShapeError(f"{op}: class-probability target must have the input's shape "
-                         f"{tuple(logp.shape)}, got {tuple(target.shape)}")
+        raise ShapeError(
+            f"{op}: class-probability target must have the input's shape "
+            f"{tuple(logp.shape)}, got {tuple(target.shape)}"
+        )
     n_classes = logp.shape[cd]
     _check_weight(weight, n_classes, op)
     if label_smoothing > 0.0:
@@ -228,8 +246,9 @@ def _clamped_log(x):
     return clamp(log(clamp(x, min=1e-45)), min=-100.0)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean",
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, reduction: str = "mean", pos_weight=None
+):
     """Binary cross-entropy on logits, stable for any logit size.
 
     ``loss = (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x)``, which equals
@@ -264,11 +283,16 @@ def _check_same_shape(input, target, op, strict=False):
     if tuple(input.shape) == tuple(target.shape):
         return
     if strict:
-        raise ShapeError(f"{op}: target shape {tuple(target.shape)} must equal input shape "
-                         f"{tuple(input.shape)}")
-    warnings.warn(f"{op}: using a target size {tuple(target.shape)} that is different to the "
-                  f"input size {tuple(input.shape)}; this will likely lead to incorrect "
-                  "results due to broadcasting", UserWarning, stacklevel=3)
+        raise ShapeError(
+            f"{op}: target shape {tuple(target.shape)} must equal input shape {tuple(input.shape)}"
+        )
+    warnings.warn(
+        f"{op}: using a target size {tuple(target.shape)} that is different to the "
+        f"input size {tuple(input.shape)}; this will likely lead to incorrect "
+        "results due to broadcasting",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _float_target(target, input):

@@ -38,9 +38,11 @@ def linear(input, weight, bias=None):
     """
     check_tensor(input, "linear")
     if weight.ndim != 2 or input.ndim < 1 or input.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"linear: input of shape {tuple(input.shape)} does not fit weight of "
-                         f"shape {tuple(weight.shape)} (expected input (*, "
-                         f"{weight.shape[-1]}))")
+        raise ShapeError(
+            f"linear: input of shape {tuple(input.shape)} does not fit weight of "
+            f"shape {tuple(weight.shape)} (expected input (*, "
+            f"{weight.shape[-1]}))"
+        )
     if weight.ndim == 2 and input.ndim == 2 and input.is_floating_point():
         # x @ W^T with the transpose as a flag: the weight's gradient, G^T @ x, comes out
         # in the weight's own (out, in) layout, with no transposed copy to make
@@ -49,8 +51,9 @@ def linear(input, weight, bias=None):
         out = input @ weight.mT
     if bias is not None:
         if tuple(bias.shape) not in ((weight.shape[0],), ()):
-            raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got "
-                             f"{tuple(bias.shape)}")
+            raise ShapeError(
+                f"linear: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
+            )
         out = out + bias
     return out
 
@@ -91,8 +94,9 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 
 def _channel_dropout(input, p, training, nd, op):
     if input.ndim not in (nd + 1, nd + 2):
-        raise ShapeError(f"{op}: expected a {nd + 1}-d or {nd + 2}-d input, got shape "
-                         f"{tuple(input.shape)}")
+        raise ShapeError(
+            f"{op}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {tuple(input.shape)}"
+        )
     lead = input.ndim - nd
     return _dropout(input, p, training, tuple(input.shape[:lead]) + (1,) * nd, op)
 
@@ -124,8 +128,15 @@ class Embedding(Op):
         return index_add(g.new_zeros((ctx.num, g.shape[1])), 0, idx, g), None, None
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     """Look up rows of ``weight``: ``out[..., :] = weight[input[...], :]``.
 
     Args:
@@ -142,13 +153,16 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """
     check_tensor(input, "embedding")
     if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are "
-                                  "not supported")
+        raise NotImplementedError(
+            "embedding: max_norm, scale_grad_by_freq and sparse are not supported"
+        )
     if input.dtype.is_floating_point or input.dtype.name == "bool":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
     if weight.ndim != 2:
-        raise ShapeError(f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got "
-                         f"shape {tuple(weight.shape)}")
+        raise ShapeError(
+            f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got "
+            f"shape {tuple(weight.shape)}"
+        )
     num = weight.shape[0]
     if input.numel():
         lo, hi = int(input.min().item()), int(input.max().item())
@@ -157,8 +171,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise IndexError(f"embedding: index {bad} out of range for {num} embeddings")
     if padding_idx is not None:
         if not -num <= padding_idx < num:
-            raise ValueError(f"embedding: padding_idx {padding_idx} out of range for {num} "
-                             "embeddings")
+            raise ValueError(
+                f"embedding: padding_idx {padding_idx} out of range for {num} embeddings"
+            )
         padding_idx %= num
     return Embedding.apply(weight, input, padding_idx)
 
@@ -206,30 +221,37 @@ def pad(input, pad, mode: str = "constant", value=None):
     check_tensor(input, "pad")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError(f"pad: padding {pad} must have an even length of at most "
-                         f"2 * ndim = {2 * input.ndim} (input shape {tuple(input.shape)})")
+        raise ValueError(
+            f"pad: padding {pad} must have an even length of at most "
+            f"2 * ndim = {2 * input.ndim} (input shape {tuple(input.shape)})"
+        )
     k = len(pad) // 2
-    pairs = [(0, 0)] * (input.ndim - k) + [(pad[2 * i], pad[2 * i + 1])
-                                           for i in reversed(range(k))]
+    pairs = [(0, 0)] * (input.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
     if mode == "constant":
-        crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in
-                     zip(pairs, input.shape))
+        crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, input.shape))
         if any(lo < 0 or hi < 0 for lo, hi in pairs):
             input = input[crop]
         widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in pairs)
         return ConstantPad.apply(input, widths, 0.0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
-        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or "
-                         f"'circular', got {mode!r}")
+        raise ValueError(
+            f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}"
+        )
     out = input
     for d, (lo, hi) in enumerate(pairs):
         if not (lo or hi):
             continue
         n = input.shape[d]
-        if lo < 0 or hi < 0 or (mode == "reflect" and max(lo, hi) >= n) or \
-                (mode == "circular" and max(lo, hi) > n):
-            raise ValueError(f"pad: {mode} padding ({lo}, {hi}) is invalid for dimension "
-                             f"{d} of size {n} (input shape {tuple(input.shape)})")
+        if (
+            lo < 0
+            or hi < 0
+            or (mode == "reflect" and max(lo, hi) >= n)
+            or (mode == "circular" and max(lo, hi) > n)
+        ):
+            raise ValueError(
+                f"pad: {mode} padding ({lo}, {hi}) is invalid for dimension "
+                f"{d} of size {n} (input shape {tuple(input.shape)})"
+            )
         from nnkit.autograd.factories import tensor
 
         idx = tensor(_gather_index(n, lo, hi, mode), device=input.device)
@@ -252,8 +274,10 @@ def one_hot(tensor, num_classes: int = -1):
     if num_classes == -1:
         num_classes = hi + 1
     if tensor.numel() and (int(tensor.min().item()) < 0 or hi >= num_classes):
-        raise ValueError(f"one_hot: class values must be in [0, {num_classes}), got "
-                         f"[{int(tensor.min().item())}, {hi}]")
+        raise ValueError(
+            f"one_hot: class values must be in [0, {num_classes}), got "
+            f"[{int(tensor.min().item())}, {hi}]"
+        )
     with no_grad():
         classes = arange(num_classes, device=tensor.device)
         return (tensor.unsqueeze(-1) == classes).to("int64")

@@ -30,8 +30,9 @@ def _channel_view(t, ndim):
     return t.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
     """Batch normalisation over ``(N, C, *)`` inputs, per channel ``C``.
 
     .. math::
@@ -57,14 +58,19 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     check_tensor(input, "batch_norm")
     if input.ndim < 2:
-        raise ShapeError(f"batch_norm: expected input of shape (N, C, *), got "
-                         f"{tuple(input.shape)}")
+        raise ShapeError(f"batch_norm: expected input of shape (N, C, *), got {tuple(input.shape)}")
     c = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
+    for name, t in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
         if t is not None and tuple(t.shape) != (c,):
-            raise ShapeError(f"batch_norm: {name} must have shape ({c},) for input "
-                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+            raise ShapeError(
+                f"batch_norm: {name} must have shape ({c},) for input "
+                f"{tuple(input.shape)}, got {tuple(t.shape)}"
+            )
     dims = (0,) + tuple(range(2, input.ndim))
     if training and input.numel() == 0 and c:
         # an empty batch (a data-parallel rank's share of a short last batch): an empty
@@ -73,8 +79,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     elif training:
         n = input.numel() // c
         if n <= 1:
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
-                             f"training, got input of shape {tuple(input.shape)}")
+            raise ValueError(
+                f"batch_norm: expected more than 1 value per channel when "
+                f"training, got input of shape {tuple(input.shape)}"
+            )
         out, mean, var = _standardize(input, dims, eps)
         with no_grad():
             if running_mean is not None:
@@ -83,10 +91,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_var.mul_(1 - momentum).add_(var.reshape(c) * (momentum * n / (n - 1)))
     else:
         if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are required when "
-                             "training=False")
+            raise ValueError(
+                "batch_norm: running_mean and running_var are required when training=False"
+            )
         out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
-            rsqrt(running_var + eps), input.ndim)
+            rsqrt(running_var + eps), input.ndim
+        )
     if weight is not None:
         out = out * _channel_view(weight, input.ndim)
     if bias is not None:
@@ -109,16 +119,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         (4, 10)
     """
     check_tensor(input, "layer_norm")
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
-        normalized_shape)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
-    if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
-        raise ShapeError(f"layer_norm: input of shape {tuple(input.shape)} does not end with "
-                         f"normalized_shape {shape}")
+    if k == 0 or tuple(input.shape[input.ndim - k :]) != shape or input.ndim < k:
+        raise ShapeError(
+            f"layer_norm: input of shape {tuple(input.shape)} does not end with "
+            f"normalized_shape {shape}"
+        )
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
-            raise ShapeError(f"layer_norm: {name} must have shape {shape}, got "
-                             f"{tuple(t.shape)}")
+            raise ShapeError(f"layer_norm: {name} must have shape {shape}, got {tuple(t.shape)}")
     out, _, _ = _standardize(input, tuple(range(input.ndim - k, input.ndim)), eps)
     if weight is not None:
         out = out * weight
@@ -138,12 +148,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """
     check_tensor(input, "group_norm")
     if input.ndim < 2:
-        raise ShapeError(f"group_norm: expected input of shape (N, C, *), got "
-                         f"{tuple(input.shape)}")
+        raise ShapeError(f"group_norm: expected input of shape (N, C, *), got {tuple(input.shape)}")
     n, c = input.shape[:2]
     if num_groups < 1 or c % num_groups:
-        raise ValueError(f"group_norm: number of channels ({c}) must be divisible by "
-                         f"num_groups ({num_groups})")
+        raise ValueError(
+            f"group_norm: number of channels ({c}) must be divisible by num_groups ({num_groups})"
+        )
     grouped = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))
     out, _, _ = _standardize(grouped, (2,), eps)
     out = out.reshape(input.shape)

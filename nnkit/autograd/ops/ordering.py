@@ -35,9 +35,27 @@ from nnkit.autograd.ops.reduction import _correction, mean, std, sum, var
 from nnkit.autograd.ops.shape import cat, reshape
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort",
-           "topk", "kthvalue", "median", "nanmedian", "mode", "nansum", "nanmean", "prod",
-           "quantile", "nanquantile", "std_mean", "var_mean"]
+__all__ = [
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "sort",
+    "argsort",
+    "topk",
+    "kthvalue",
+    "median",
+    "nanmedian",
+    "mode",
+    "nansum",
+    "nanmean",
+    "prod",
+    "quantile",
+    "nanquantile",
+    "std_mean",
+    "var_mean",
+]
 
 # Functions of __all__ that are not Tensor methods (their first argument is not a tensor).
 NOT_METHODS: set[str] = {"std_mean", "var_mean"}  # torch has no such Tensor methods
@@ -217,8 +235,7 @@ def logcumsumexp(input, dim):
     """``log(cumsum(exp(input), dim))``, computed stably (``-inf`` entries stay
     ``-inf``)."""
     if not input.dtype.is_floating_point:  # as torch: not implemented for integers
-        raise RuntimeError(f"logcumsumexp: expected a floating point input, got "
-                           f"{input.dtype}")
+        raise RuntimeError(f"logcumsumexp: expected a floating point input, got {input.dtype}")
     x, d, z = _along(input, dim, "logcumsumexp")
     return _back0(LogCumSumExp.apply(x, d, False), z)
 
@@ -241,8 +258,9 @@ def _check_k(k, n, op, lo):
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
         raise TypeError(f"{op}: argument 'k' must be an int, got {type(k).__name__}")
     if not lo <= k <= n:
-        raise RuntimeError(f"{op}: k ({k}) out of range for a dimension of size {n} "
-                           f"(expected {lo} <= k <= {n})")
+        raise RuntimeError(
+            f"{op}: k ({k}) out of range for a dimension of size {n} (expected {lo} <= k <= {n})"
+        )
     return int(k)
 
 
@@ -292,8 +310,7 @@ class MedianAll(Op):
         if n == 0:
             out = x.__class__.scalar(math.nan, x.dtype) if x.dtype.kind == "f" else None
             if out is None:
-                raise RuntimeError("median: cannot take the median of an empty integer "
-                                   "tensor")
+                raise RuntimeError("median: cannot take the median of an empty integer tensor")
         else:
             order = flat.sort_indices(0, False)
             out = flat.gather(0, order).getitem(((n - 1) // 2,))
@@ -321,8 +338,10 @@ def median(input, dim=None, keepdim: bool = False):
     x, d, z = _along(input, dim, "median")
     n = x.shape[d]
     if n == 0:
-        raise RuntimeError(f"median: expected reduction dim {d} to have non-zero size "
-                           f"(input shape {tuple(input.shape)})")
+        raise RuntimeError(
+            f"median: expected reduction dim {d} to have non-zero size "
+            f"(input shape {tuple(input.shape)})"
+        )
     idx = _nth(x, d, (n - 1) // 2)
     if x.dtype.is_floating_point:
         from nnkit.autograd.ops.reduction import any as _any
@@ -343,8 +362,10 @@ def nanmedian(input, dim=None, keepdim: bool = False):
         return median(input, dim, keepdim)
     x, d, z = _along(input, dim, "nanmedian")
     if x.shape[d] == 0:
-        raise RuntimeError(f"nanmedian: expected reduction dim {d} to have non-zero size "
-                           f"(input shape {tuple(input.shape)})")
+        raise RuntimeError(
+            f"nanmedian: expected reduction dim {d} to have non-zero size "
+            f"(input shape {tuple(input.shape)})"
+        )
     with no_grad():
         valid = sum(x.isnan().logical_not(), d, keepdim=True)
         k = (valid - 1).clamp(min=0) // 2
@@ -358,8 +379,10 @@ def mode(input, dim=-1, keepdim: bool = False):
     result is unspecified in torch; nnkit counts NaNs as equal."""
     x, d, z = _along(input, dim, "mode")
     if x.shape[d] == 0:
-        raise RuntimeError(f"mode: expected reduction dim {d} to have non-zero size "
-                           f"(input shape {tuple(input.shape)})")
+        raise RuntimeError(
+            f"mode: expected reduction dim {d} to have non-zero size "
+            f"(input shape {tuple(input.shape)})"
+        )
     idx = _indices(x, "mode_indices", d).unsqueeze(d)
     return _select(x, d, idx, keepdim, z, ModeResult)
 
@@ -393,8 +416,9 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"nanmean: expected input to have a floating point dtype, got "
-                           f"{input.dtype}")
+        raise RuntimeError(
+            f"nanmean: expected input to have a floating point dtype, got {input.dtype}"
+        )
     with no_grad():
         count = sum(input.isnan().logical_not(), dim, keepdim).to(input.dtype)
         count = where(count == 0, math.nan, count)  # all NaN: NaN, without 0/0's warning
@@ -454,24 +478,25 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}: input must be a float or double tensor, got {input.dtype}")
     if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"{op}: interpolation must be one of {', '.join(_INTERPOLATIONS)}, "
-                         f"got {interpolation!r}")
+        raise ValueError(
+            f"{op}: interpolation must be one of {', '.join(_INTERPOLATIONS)}, "
+            f"got {interpolation!r}"
+        )
     if input.numel() == 0:
         raise RuntimeError(f"{op}: input tensor must be non-empty")
     if isinstance(q, Tensor):
         if q.ndim > 1:
-            raise RuntimeError(f"{op}: q must be a scalar or a 1-d tensor, got shape "
-                               f"{tuple(q.shape)}")
+            raise RuntimeError(
+                f"{op}: q must be a scalar or a 1-d tensor, got shape {tuple(q.shape)}"
+            )
         if q.dtype != input.dtype:
-            raise RuntimeError(f"{op}: q ({q.dtype}) must have the dtype of input "
-                               f"({input.dtype})")
+            raise RuntimeError(f"{op}: q ({q.dtype}) must have the dtype of input ({input.dtype})")
         qs = q.detach().tolist()
         scalar_q = q.ndim == 0
     elif is_scalar(q):
         qs, scalar_q = float(q), True
     else:
-        raise TypeError(f"{op}: argument 'q' must be a float or a Tensor, got "
-                        f"{type(q).__name__}")
+        raise TypeError(f"{op}: argument 'q' must be a float or a Tensor, got {type(q).__name__}")
     if builtins.any(not 0 <= v <= 1 for v in (qs if isinstance(qs, list) else [qs])):
         raise RuntimeError(f"{op}: q values must be in the range [0, 1], got {qs}")
     if dim is None:
@@ -480,8 +505,11 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     else:
         d = wrap_dim(dim, input.ndim, op)
         x = reshape(input, (1,)) if input.ndim == 0 else input
-        out_shape = tuple(1 if k == d else s for k, s in enumerate(input.shape)) \
-            if keepdim else tuple(s for k, s in enumerate(input.shape) if k != d)
+        out_shape = (
+            tuple(1 if k == d else s for k, s in enumerate(input.shape))
+            if keepdim
+            else tuple(s for k, s in enumerate(input.shape) if k != d)
+        )
     x = _last(x, d)
     srt = sort(x, -1).values  # NaN last
     n = srt.shape[-1]

@@ -16,8 +16,14 @@ from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 
-__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d"]
+__all__ = [
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+]
 
 
 class PoolGeometry(NamedTuple):
@@ -122,27 +128,37 @@ _LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)"}
 def _geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
     check_tensor(input, op)
     if input.ndim not in (nd + 1, nd + 2):
-        raise ShapeError(f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]} (or "
-                         f"{nd + 1} without the batch), got shape {tuple(input.shape)}")
+        raise ShapeError(
+            f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]} (or "
+            f"{nd + 1} without the batch), got shape {tuple(input.shape)}"
+        )
     kernel = _tuple(kernel_size, nd, "kernel_size", op)
     stride = kernel if stride is None or stride == () else _tuple(stride, nd, "stride", op)
     pad = _tuple(padding, nd, "padding", op)
     dil = _tuple(dilation, nd, "dilation", op)
     if min(kernel + stride + dil) < 1 or min(pad) < 0:
-        raise ValueError(f"{op}: kernel_size, stride and dilation must be positive and "
-                         f"padding non-negative, got kernel_size={kernel}, stride={stride}, "
-                         f"padding={pad}, dilation={dil}")
+        raise ValueError(
+            f"{op}: kernel_size, stride and dilation must be positive and "
+            f"padding non-negative, got kernel_size={kernel}, stride={stride}, "
+            f"padding={pad}, dilation={dil}"
+        )
     if any(p > (d * (k - 1) + 1) // 2 for p, k, d in zip(pad, kernel, dil)):
-        raise ValueError(f"{op}: padding should be at most half of the effective kernel "
-                         f"size, got padding={pad} for kernel_size={kernel}")
+        raise ValueError(
+            f"{op}: padding should be at most half of the effective kernel "
+            f"size, got padding={pad} for kernel_size={kernel}"
+        )
     spatial = input.shape[-nd:]
     out = tuple(_out_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, pad, dil))
     if any(o < 1 for o in out):
-        raise ShapeError(f"{op}: input {tuple(input.shape)} is too small for kernel_size="
-                         f"{kernel} (padding={pad}, dilation={dil}); output size would be "
-                         f"{out}")
-    pads = tuple((p, max(p, (o - 1) * s + d * (k - 1) + 1 - n - p))
-                 for n, k, s, p, d, o in zip(spatial, kernel, stride, pad, dil, out))
+        raise ShapeError(
+            f"{op}: input {tuple(input.shape)} is too small for kernel_size="
+            f"{kernel} (padding={pad}, dilation={dil}); output size would be "
+            f"{out}"
+        )
+    pads = tuple(
+        (p, max(p, (o - 1) * s + d * (k - 1) + 1 - n - p))
+        for n, k, s, p, d, o in zip(spatial, kernel, stride, pad, dil, out)
+    )
     shape = tuple(input.shape) if input.ndim == nd + 2 else (1,) + tuple(input.shape)
     return PoolGeometry(shape, kernel, stride, dil, pads), pad
 
@@ -155,8 +171,7 @@ def _unbatched(out, input, nd):
     return out if input.ndim == nd + 2 else out.squeeze(0)
 
 
-def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd,
-              op):
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, op):
     geom, _ = _geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
     x = _batched(input, nd)
     res = MaxPoolNd.apply(x, geom)
@@ -173,8 +188,9 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     return out, _unbatched(Tensor._from_mat(flat), input, nd)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     """2-d max pooling over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs.
 
     ``out[n, c, i, j] = max over the window at (i sH - pH, j sW - pW)`` of the
@@ -198,15 +214,18 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         >>> max_pool2d(nnkit.randn(1, 1, 4, 4), 2).shape
         (1, 1, 2, 2)
     """
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     2, "max_pool2d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d"
+    )
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     """1-d max pooling over ``(N, C, L)`` inputs; see :func:`max_pool2d`."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     1, "max_pool1d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d"
+    )
 
 
 def _divisor(geom, pad, count_include_pad, mat):
@@ -216,8 +235,7 @@ def _divisor(geom, pad, count_include_pad, mat):
         return None
     spatial = geom.in_shape[2:]
     if count_include_pad:  # padding counts, the ceil_mode overhang does not
-        ones = type(mat).ones((1, 1) + tuple(n + 2 * p for n, p in zip(spatial, pad)),
-                              mat.dtype)
+        ones = type(mat).ones((1, 1) + tuple(n + 2 * p for n, p in zip(spatial, pad)), mat.dtype)
         pads = tuple((0, hi - p) for (lo, hi), p in zip(geom.pads, pad))
     else:
         ones = type(mat).ones((1, 1) + tuple(spatial), mat.dtype)
@@ -225,8 +243,9 @@ def _divisor(geom, pad, count_include_pad, mat):
     return ones.pool_sum(geom.kernel, geom.stride, geom.dilation, pads)
 
 
-def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-              divisor_override, nd, op):
+def _avg_pool(
+    input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd, op
+):
     from nnkit.autograd.tensor import Tensor
 
     geom, pad = _geometry(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
@@ -237,13 +256,21 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
         out = total * (1.0 / divisor_override)
     else:
         div = _divisor(geom, pad, count_include_pad, input._impl.data)
-        out = total * (1.0 / math.prod(geom.kernel)) if div is None else \
-            total / Tensor._from_mat(div)
+        out = (
+            total * (1.0 / math.prod(geom.kernel)) if div is None else total / Tensor._from_mat(div)
+        )
     return _unbatched(out, input, nd)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     """2-d average pooling over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs.
 
     ``out[n, c, i, j] = sum(window) / size`` where ``size`` counts the zero padding when
@@ -264,15 +291,24 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         >>> avg_pool2d(nnkit.ones(1, 1, 4, 4), 2).tolist()
         [[[[1.0, 1.0], [1.0, 1.0]]]]
     """
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, 2, "avg_pool2d")
+    return _avg_pool(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        2,
+        "avg_pool2d",
+    )
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True):
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """1-d average pooling over ``(N, C, L)`` inputs; see :func:`avg_pool2d`."""
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
-                     1, "avg_pool1d")
+    return _avg_pool(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d"
+    )
 
 
 def _adaptive_matrix(n_in, n_out, like):
@@ -290,10 +326,15 @@ def _adaptive_matrix(n_in, n_out, like):
 def _adaptive_avg(input, output_size, nd, op):
     check_tensor(input, op)
     if input.ndim not in (nd + 1, nd + 2):
-        raise ShapeError(f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]} (or "
-                         f"{nd + 1}), got shape {tuple(input.shape)}")
-    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None \
+        raise ShapeError(
+            f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]} (or "
+            f"{nd + 1}), got shape {tuple(input.shape)}"
+        )
+    sizes = (
+        (output_size,) * nd
+        if isinstance(output_size, int) or output_size is None
         else tuple(output_size)
+    )
     spatial = input.shape[-nd:]
     sizes = tuple(n if s is None else s for s, n in zip(sizes, spatial))
     if len(sizes) != nd or any(s < 1 for s in sizes):

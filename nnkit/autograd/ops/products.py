@@ -22,8 +22,7 @@ def _int(value, op, name):
 
     if isinstance(value, Tensor):
         if value.numel() != 1 or value.dtype.is_floating_point:
-            raise TypeError(f"{op}: argument '{name}' must be an int or a 1-element integer "
-                            "tensor")
+            raise TypeError(f"{op}: argument '{name}' must be an int or a 1-element integer tensor")
         return int(value.item())
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise TypeError(f"{op}: argument '{name}' must be an int, got {type(value).__name__}")
@@ -41,15 +40,19 @@ def _dims(value, op, name):
 def _check_dtypes(op, *xs):
     for x in xs[1:]:
         if x.dtype != xs[0].dtype:
-            raise TypeError(f"{op}: expected all tensors to have the same dtype, got "
-                            f"{xs[0].dtype} and {x.dtype}")
+            raise TypeError(
+                f"{op}: expected all tensors to have the same dtype, got "
+                f"{xs[0].dtype} and {x.dtype}"
+            )
 
 
 def _scaled_sum(op, input, prod, beta, alpha):
     """``beta * input + alpha * prod`` (``input`` ignored, nan and all, when beta is 0)."""
     if tuple(broadcast_shapes(input.shape, prod.shape)) != tuple(prod.shape):
-        raise ShapeError(f"{op}: input of shape {tuple(input.shape)} does not broadcast to "
-                         f"the product's shape {tuple(prod.shape)}")
+        raise ShapeError(
+            f"{op}: input of shape {tuple(input.shape)} does not broadcast to "
+            f"the product's shape {tuple(prod.shape)}"
+        )
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
@@ -59,15 +62,18 @@ def _scaled_sum(op, input, prod, beta, alpha):
 
 def _inner(op, a, b):
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
-        raise ShapeError(f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
-                         "multiplied (inner sizes differ)")
+        raise ShapeError(
+            f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
+            "multiplied (inner sizes differ)"
+        )
 
 
 def _need(op, x, nd, name):
     check_tensor(x, op, name)
     if x.ndim != nd:
-        raise ShapeError(f"{op}: argument '{name}' must be a {nd}-d tensor, got shape "
-                         f"{tuple(x.shape)}")
+        raise ShapeError(
+            f"{op}: argument '{name}' must be a {nd}-d tensor, got shape {tuple(x.shape)}"
+        )
 
 
 def mv(input, vec):
@@ -103,8 +109,10 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     _check_dtypes("baddbmm", batch1, batch2)
     _inner("baddbmm", batch1, batch2)
     if batch1.shape[0] != batch2.shape[0]:
-        raise ShapeError(f"baddbmm: batch1 and batch2 must have the same batch size, got "
-                         f"{tuple(batch1.shape)} and {tuple(batch2.shape)}")
+        raise ShapeError(
+            f"baddbmm: batch1 and batch2 must have the same batch size, got "
+            f"{tuple(batch1.shape)} and {tuple(batch2.shape)}"
+        )
     return _scaled_sum("baddbmm", input, matmul(batch1, batch2), beta, alpha)
 
 
@@ -114,8 +122,10 @@ def vdot(input, other):
     _need("vdot", other, 1, "other")
     _check_dtypes("vdot", input, other)
     if input.shape != other.shape:
-        raise ShapeError(f"vdot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
-                         f"and src [{other.shape[0]}] to have the same number of elements")
+        raise ShapeError(
+            f"vdot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+            f"and src [{other.shape[0]}] to have the same number of elements"
+        )
     return dot(input, other)
 
 
@@ -146,27 +156,30 @@ def tensordot(a, b, dims=2):
         dims = dims.tolist()
     if isinstance(dims, (list, tuple)):
         if len(dims) != 2:
-            raise RuntimeError(f"tensordot: dims must be an int or a pair of dim lists, got "
-                               f"{dims}")
+            raise RuntimeError(f"tensordot: dims must be an int or a pair of dim lists, got {dims}")
         da, db = _dims(dims[0], "tensordot", "dims"), _dims(dims[1], "tensordot", "dims")
     else:
         n = _int(dims, "tensordot", "dims")
         if n < 0:
             raise RuntimeError(f"tensordot: expects dims >= 0, but got dims={n}")
         if n > min(a.ndim, b.ndim):
-            raise RuntimeError(f"tensordot: dims {n} exceeds the dimensions of a "
-                               f"({a.ndim}) or b ({b.ndim})")
+            raise RuntimeError(
+                f"tensordot: dims {n} exceeds the dimensions of a ({a.ndim}) or b ({b.ndim})"
+            )
         da, db = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
     if len(da) != len(db):
-        raise RuntimeError(f"tensordot: both dimension lists should have the same length, got "
-                           f"{da} and {db}")
+        raise RuntimeError(
+            f"tensordot: both dimension lists should have the same length, got {da} and {db}"
+        )
     da = tuple(wrap_dim(d, a.ndim, "tensordot") for d in da)
     db = tuple(wrap_dim(d, b.ndim, "tensordot") for d in db)
     for x, y in zip(da, db):
         if a.shape[x] != b.shape[y]:
-            raise RuntimeError(f"tensordot: contracted dimensions need to match, but first has "
-                               f"size {a.shape[x]} in dim {x} and second has size "
-                               f"{b.shape[y]} in dim {y}")
+            raise RuntimeError(
+                f"tensordot: contracted dimensions need to match, but first has "
+                f"size {a.shape[x]} in dim {x} and second has size "
+                f"{b.shape[y]} in dim {y}"
+            )
     _check_dtypes("tensordot", a, b)
     return _contract(a, b, da, db)
 
@@ -201,13 +214,14 @@ def cross(input, other, dim=None):
     else:
         d = wrap_dim(dim, len(shape), "cross")
         if shape[d] != 3:
-            raise RuntimeError(f"cross: inputs dimension {dim} must have length 3, got "
-                               f"shapes {tuple(input.shape)} and {tuple(other.shape)}")
+            raise RuntimeError(
+                f"cross: inputs dimension {dim} must have length 3, got "
+                f"shapes {tuple(input.shape)} and {tuple(other.shape)}"
+            )
     pre = (slice(None),) * d
     a0, a1, a2 = (getitem(a, pre + (k,)) for k in range(3))
     b0, b1, b2 = (getitem(b, pre + (k,)) for k in range(3))
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
-
 
 
 def _parse_term(term, x, k):
@@ -218,18 +232,24 @@ def _parse_term(term, x, k):
     letters = term.replace("...", "")
     for ch in letters:
         if not ch.isascii() or not ch.isalpha():
-            raise ValueError(f"einsum: invalid subscript '{ch}' in subscripts '{term}' of "
-                             f"operand {k} (letters a-z, A-Z only)")
+            raise ValueError(
+                f"einsum: invalid subscript '{ch}' in subscripts '{term}' of "
+                f"operand {k} (letters a-z, A-Z only)"
+            )
     if "..." not in term:
         if len(letters) != x.ndim:
-            raise ShapeError(f"einsum: the number of subscripts in '{term}' ({len(letters)}) "
-                             f"does not match the number of dimensions ({x.ndim}) of operand "
-                             f"{k} and no ellipsis was given")
+            raise ShapeError(
+                f"einsum: the number of subscripts in '{term}' ({len(letters)}) "
+                f"does not match the number of dimensions ({x.ndim}) of operand "
+                f"{k} and no ellipsis was given"
+            )
         return list(letters), 0
     e = x.ndim - len(letters)
     if e < 0:
-        raise ShapeError(f"einsum: the number of subscripts in '{term}' ({len(letters)}) is "
-                         f"more than the number of dimensions ({x.ndim}) of operand {k}")
+        raise ShapeError(
+            f"einsum: the number of subscripts in '{term}' ({len(letters)}) is "
+            f"more than the number of dimensions ({x.ndim}) of operand {k}"
+        )
     head, tail = term.split("...")
     return list(head) + [("...", j) for j in range(e)] + list(tail), e
 
@@ -243,8 +263,10 @@ def _take_diagonals(x, labels, k):
         p = labels.index(lab)
         q = labels.index(lab, p + 1)
         if x.shape[p] != x.shape[q]:
-            raise ShapeError(f"einsum: subscript {lab} is repeated for operand {k} but the "
-                             f"sizes don't match, {x.shape[p]} != {x.shape[q]}")
+            raise ShapeError(
+                f"einsum: subscript {lab} is repeated for operand {k} but the "
+                f"sizes don't match, {x.shape[p]} != {x.shape[q]}"
+            )
         x = diagonal(x, 0, p, q)
         labels = [a for j, a in enumerate(labels) if j not in (p, q)] + [lab]
     return x, labels
@@ -309,8 +331,9 @@ def einsum(equation, *operands):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if not operands or len(terms) != len(operands):
-        raise ValueError(f"einsum: the equation '{equation}' names {len(terms)} operand(s), "
-                         f"got {len(operands)}")
+        raise ValueError(
+            f"einsum: the equation '{equation}' names {len(terms)} operand(s), got {len(operands)}"
+        )
     parsed = [_parse_term(term, x, k) for k, (term, x) in enumerate(zip(terms, operands))]
     ell = max(e for _, e in parsed)
     labels = []  # ellipsis labels renumbered so that they right-align across operands
@@ -323,11 +346,14 @@ def einsum(equation, *operands):
         out = [c for c in rhs.replace("...", "")]
         for c in out:
             if not any(c in lab for lab in labels):
-                raise ValueError(f"einsum: output subscript {c} does not appear in the "
-                                 "equation for any input operand")
+                raise ValueError(
+                    f"einsum: output subscript {c} does not appear in the "
+                    "equation for any input operand"
+                )
             if out.count(c) > 1:
-                raise ValueError(f"einsum: output subscript {c} appears more than once in "
-                                 "the output")
+                raise ValueError(
+                    f"einsum: output subscript {c} appears more than once in the output"
+                )
         if "..." in rhs:
             head, tail = rhs.split("...")
             out = list(head) + ell_labels + list(tail)
@@ -343,8 +369,10 @@ def einsum(equation, *operands):
         for c, n in zip(lab, x.shape):
             if n != 1 and sizes.setdefault(c, n) != n:
                 name = "..." if isinstance(c, tuple) else c
-                raise ShapeError(f"einsum: operands do not broadcast: subscript {name} has "
-                                 f"size {sizes[c]} and {n} (operand {k})")
+                raise ShapeError(
+                    f"einsum: operands do not broadcast: subscript {name} has "
+                    f"size {sizes[c]} and {n} (operand {k})"
+                )
     xs, labs = [], []
     for k, (x, lab) in enumerate(zip(operands, labels)):
         x, lab = _take_diagonals(x, lab, k)
@@ -353,10 +381,10 @@ def einsum(equation, *operands):
     x, lab = xs[0], labs[0]
     for k in range(len(xs)):
         if k:
-            later = set(out).union(*[set(m) for m in labs[k + 1:]])
+            later = set(out).union(*[set(m) for m in labs[k + 1 :]])
             y, ly = _sum_labels(xs[k], labs[k], set(labs[k]) - later - set(lab))
             x, lab = _pair(x, lab, y, ly, later)
-        later = set(out).union(*[set(m) for m in labs[k + 1:]])
+        later = set(out).union(*[set(m) for m in labs[k + 1 :]])
         x, lab = _sum_labels(x, lab, set(lab) - later)
     # A broadcast output label may still be size 1 here where another operand had n.
     x = permute(x, tuple(lab.index(c) for c in out)) if x.ndim else x

@@ -18,8 +18,23 @@ from nnkit.autograd.ops.elementwise import exp, where
 from nnkit.autograd.ops.shape import expand, reshape, sum_to
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std",
-           "logsumexp", "all", "any", "norm", "count_nonzero"]
+__all__ = [
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+    "var",
+    "std",
+    "logsumexp",
+    "all",
+    "any",
+    "norm",
+    "count_nonzero",
+]
 
 
 def _keep_shape(in_shape, dims):
@@ -68,8 +83,7 @@ class Sum(Op):
     @staticmethod
     def backward(ctx, grad_output):
         g = Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, 1)
-        return (g if g.dtype == ctx.in_dtype else g.to(_dt.from_np(ctx.in_dtype))), None, \
-            None, None
+        return (g if g.dtype == ctx.in_dtype else g.to(_dt.from_np(ctx.in_dtype))), None, None, None
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
@@ -94,8 +108,7 @@ class Mean(Op):
     @staticmethod
     def backward(ctx, grad_output):
         scale = 1 / ctx.count if ctx.count else 1.0  # no count: an empty gradient anyway
-        return Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, scale), \
-            None, None
+        return Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, scale), None, None
 
 
 def mean(input, dim=None, keepdim: bool = False):
@@ -111,8 +124,7 @@ class _Extreme(Op):
     @classmethod
     def forward(cls, ctx, x, dims, keepdim):
         if x.size == 0:
-            raise RuntimeError(f"{'amax' if cls.is_max else 'amin'}: cannot reduce an empty "
-                               "tensor")
+            raise RuntimeError(f"{'amax' if cls.is_max else 'amin'}: cannot reduce an empty tensor")
         out = (x.amax if cls.is_max else x.amin)(axis=dims, keepdims=True)
         ctx.save_for_backward(x, out)
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
@@ -245,8 +257,7 @@ def _correction(op, dim, unbiased, correction):
     ``var(unbiased)`` (a bool in ``dim``'s place); None means the default, 1."""
     if isinstance(dim, bool):
         if unbiased is not None:
-            raise TypeError(f"{op}: got unbiased twice (positionally as {dim} and as "
-                            f"{unbiased})")
+            raise TypeError(f"{op}: got unbiased twice (positionally as {dim} and as {unbiased})")
         dim, unbiased = None, dim
     if unbiased is not None:
         if correction is not None:
@@ -329,9 +340,11 @@ class LogSumExpGrad(Op):
         p = exp(x - out)
         gp = grad_output * p
         ggp = gp * g if n[1] or n[2] else None
-        return (sum_to(gp, g.shape) if n[0] else None,
-                ggp if n[1] else None,
-                -sum_to(ggp, out.shape) if n[2] else None)
+        return (
+            sum_to(gp, g.shape) if n[0] else None,
+            ggp if n[1] else None,
+            -sum_to(ggp, out.shape) if n[2] else None,
+        )
 
 
 def logsumexp(input, dim=None, keepdim: bool = False):
@@ -410,8 +423,10 @@ def norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
     """
     if isinstance(p, str):
         if p == "nuc":
-            raise NotImplementedError("norm: p='nuc' (the nuclear norm, a sum of singular "
-                                      "values) is not supported; use p='fro' or a number")
+            raise NotImplementedError(
+                "norm: p='nuc' (the nuclear norm, a sum of singular "
+                "values) is not supported; use p='fro' or a number"
+            )
         if p != "fro":
             raise ValueError(f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
         p = 2
@@ -419,10 +434,13 @@ def norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
         input = input.to(dtype)
     dims = reduce_dims(dim, input.ndim, "norm")
     p = float(p)
-    if math.isinf(p) and (input.numel() == 0 if dims is None
-                          else builtins.any(input.shape[d] == 0 for d in dims)):
-        raise RuntimeError(f"norm: the {p} norm of an empty slice is undefined (input shape "
-                           f"{tuple(input.shape)}, dim {dim})")
+    if math.isinf(p) and (
+        input.numel() == 0 if dims is None else builtins.any(input.shape[d] == 0 for d in dims)
+    ):
+        raise RuntimeError(
+            f"norm: the {p} norm of an empty slice is undefined (input shape "
+            f"{tuple(input.shape)}, dim {dim})"
+        )
     return Norm.apply(input, p, dims, keepdim)
 
 

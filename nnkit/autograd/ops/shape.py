@@ -12,10 +12,35 @@ from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.ops._util import check_tensor, norm_dims, wrap_dim
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["sum_to", "expand", "expand_as", "broadcast_to", "reshape", "view", "flatten",
-           "unflatten", "squeeze", "unsqueeze", "permute", "transpose", "swapaxes", "movedim",
-           "repeat", "cat", "concat", "stack", "split", "chunk", "unbind", "flip", "clone",
-           "contiguous", "cast", "broadcast_shapes", "atleast_2d"]
+__all__ = [
+    "sum_to",
+    "expand",
+    "expand_as",
+    "broadcast_to",
+    "reshape",
+    "view",
+    "flatten",
+    "unflatten",
+    "squeeze",
+    "unsqueeze",
+    "permute",
+    "transpose",
+    "swapaxes",
+    "movedim",
+    "repeat",
+    "cat",
+    "concat",
+    "stack",
+    "split",
+    "chunk",
+    "unbind",
+    "flip",
+    "clone",
+    "contiguous",
+    "cast",
+    "broadcast_shapes",
+    "atleast_2d",
+]
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -29,8 +54,9 @@ def broadcast_shapes(*shapes) -> tuple:
     for k in range(ndim):
         sizes = {s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0} - {1}
         if len(sizes) > 1:
-            raise ShapeError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} are not "
-                             "broadcastable")
+            raise ShapeError(
+                f"shapes {', '.join(str(tuple(s)) for s in shapes)} are not broadcastable"
+            )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -98,14 +124,18 @@ def expand(x, *shape):
     shape = _shape_arg(shape)
     lead = len(shape) - x.ndim
     if lead < 0:
-        raise ShapeError(f"expand: the number of sizes provided ({len(shape)}) must be at least "
-                         f"the number of dimensions of the tensor ({x.ndim})")
+        raise ShapeError(
+            f"expand: the number of sizes provided ({len(shape)}) must be at least "
+            f"the number of dimensions of the tensor ({x.ndim})"
+        )
     full = tuple(x.shape[k - lead] if n == -1 and k >= lead else n for k, n in enumerate(shape))
     for k in range(x.ndim):
         if x.shape[k] != 1 and x.shape[k] != full[k + lead]:
-            raise ShapeError(f"expand: the expanded size {full[k + lead]} must match the existing "
-                             f"size {x.shape[k]} at dimension {k + lead} (shape "
-                             f"{tuple(x.shape)} to {full})")
+            raise ShapeError(
+                f"expand: the expanded size {full[k + lead]} must match the existing "
+                f"size {x.shape[k]} at dimension {k + lead} (shape "
+                f"{tuple(x.shape)} to {full})"
+            )
     if full == x.shape:
         return x
     return Expand.apply(x, full)
@@ -146,8 +176,10 @@ class Reshape(Op):
         ctx.in_shape = x.shape
         out = x.reshape(shape)
         if require_view and out.storage is not x.storage:
-            raise RuntimeError(f"view: shape {shape} is not compatible with the input's strides "
-                               f"{x.strides}; use reshape() (which copies) instead")
+            raise RuntimeError(
+                f"view: shape {shape} is not compatible with the input's strides "
+                f"{x.strides}; use reshape() (which copies) instead"
+            )
         return out
 
     @staticmethod
@@ -179,13 +211,13 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
     e = wrap_dim(end_dim, x.ndim, "flatten")
     if s > e:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    shape = x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
+    shape = x.shape[:s] + (math.prod(x.shape[s : e + 1]),) + x.shape[e + 1 :]
     return reshape(x, shape)
 
 
 def unflatten(x, dim: int, sizes):
     d = wrap_dim(dim, x.ndim, "unflatten")
-    return reshape(x, x.shape[:d] + tuple(sizes) + x.shape[d + 1:])
+    return reshape(x, x.shape[:d] + tuple(sizes) + x.shape[d + 1 :])
 
 
 def squeeze(x, dim=None):
@@ -231,8 +263,9 @@ def permute(x, *dims):
     """A view of ``x`` with its dimensions reordered."""
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
-        raise ShapeError(f"permute: number of dims {len(dims)} does not match the tensor's "
-                         f"{x.ndim} dimensions")
+        raise ShapeError(
+            f"permute: number of dims {len(dims)} does not match the tensor's {x.ndim} dimensions"
+        )
     dims = tuple(wrap_dim(d, x.ndim, "permute") for d in dims)
     if sorted(dims) != list(range(x.ndim)):
         raise ValueError(f"permute: dims {dims} is not a permutation of 0..{x.ndim - 1}")
@@ -292,8 +325,10 @@ def repeat(x, *sizes):
     """Tile ``x``: ``sizes[k]`` copies along dimension ``k`` (as ``torch.Tensor.repeat``)."""
     sizes = _shape_arg(sizes)
     if len(sizes) < x.ndim:
-        raise ShapeError(f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than "
-                         f"the number of dimensions of the tensor ({x.ndim})")
+        raise ShapeError(
+            f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than "
+            f"the number of dimensions of the tensor ({x.ndim})"
+        )
     return Repeat.apply(x, sizes)
 
 
@@ -336,16 +371,21 @@ def cat(tensors, dim: int = 0):
         check_tensor(t, "cat", f"tensors[{k}]")
     for k, t in enumerate(tensors):
         if t.ndim == 0:
-            raise ShapeError(f"cat: tensors[{k}] is zero-dimensional and cannot be "
-                             "concatenated (use stack, or reshape it to (1,))")
+            raise ShapeError(
+                f"cat: tensors[{k}] is zero-dimensional and cannot be "
+                "concatenated (use stack, or reshape it to (1,))"
+            )
     ref = tensors[0]
     d = wrap_dim(dim, ref.ndim, "cat")
     for k, t in enumerate(tensors[1:], 1):
-        if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape))
-                                     if j != d):
-            raise ShapeError(f"cat: sizes of tensors must match except in dimension {d}: "
-                             f"tensors[0] has shape {tuple(ref.shape)}, tensors[{k}] has "
-                             f"{tuple(t.shape)}")
+        if t.ndim != ref.ndim or any(
+            a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape)) if j != d
+        ):
+            raise ShapeError(
+                f"cat: sizes of tensors must match except in dimension {d}: "
+                f"tensors[0] has shape {tuple(ref.shape)}, tensors[{k}] has "
+                f"{tuple(t.shape)}"
+            )
     dtype = _dt.to_dtype(type(ref._impl.data).result_type(*[t._impl.data.dtype for t in tensors]))
     tensors = [t if t.dtype == dtype else cast(t, dtype) for t in tensors]
     return Cat.apply(d, *tensors)
@@ -362,8 +402,10 @@ def stack(tensors, dim: int = 0):
     shape = check_tensor(tensors[0], "stack", "tensors[0]").shape
     for k, t in enumerate(tensors):
         if check_tensor(t, "stack", f"tensors[{k}]").shape != shape:
-            raise ShapeError(f"stack: expects each tensor to be equal size, but got "
-                             f"{tuple(shape)} at entry 0 and {tuple(t.shape)} at entry {k}")
+            raise ShapeError(
+                f"stack: expects each tensor to be equal size, but got "
+                f"{tuple(shape)} at entry 0 and {tuple(t.shape)} at entry {k}"
+            )
     d = wrap_dim(dim, len(shape) + 1, "stack")
     return cat([unsqueeze(t, d) for t in tensors], d)
 
@@ -380,8 +422,7 @@ def split(x, split_size_or_sections, dim: int = 0):
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
-            raise ShapeError(f"split: sections {sizes} do not sum to the size {n} of "
-                             f"dimension {d}")
+            raise ShapeError(f"split: sections {sizes} do not sum to the size {n} of dimension {d}")
     out, start = [], 0
     for s in sizes:
         out.append(_narrow(x, d, start, s))

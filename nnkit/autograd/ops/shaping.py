@@ -40,15 +40,58 @@ from nnkit.autograd.ops.shape import (
     view,
 )
 
-__all__ = ["addmm", "addmv", "baddbmm", "cross", "einsum", "kron", "mv", "tensordot", "vdot",
-           "t", "view_as", "reshape_as", "narrow", "select", "tensor_split", "hstack",
-           "vstack", "dstack", "moveaxis", "roll", "tile", "rot90", "diagonal", "diag_embed",
-           "diag", "trace", "tril_indices", "triu_indices", "meshgrid", "einsum", "addmm",
-           "addmv", "baddbmm", "mv", "tensordot", "kron", "cross", "vdot"]
+__all__ = [
+    "addmm",
+    "addmv",
+    "baddbmm",
+    "cross",
+    "einsum",
+    "kron",
+    "mv",
+    "tensordot",
+    "vdot",
+    "t",
+    "view_as",
+    "reshape_as",
+    "narrow",
+    "select",
+    "tensor_split",
+    "hstack",
+    "vstack",
+    "dstack",
+    "moveaxis",
+    "roll",
+    "tile",
+    "rot90",
+    "diagonal",
+    "diag_embed",
+    "diag",
+    "trace",
+    "tril_indices",
+    "triu_indices",
+    "meshgrid",
+    "einsum",
+    "addmm",
+    "addmv",
+    "baddbmm",
+    "mv",
+    "tensordot",
+    "kron",
+    "cross",
+    "vdot",
+]
 
 # Functions of __all__ that are not Tensor methods (their first argument is not a tensor).
-NOT_METHODS: set[str] = {"hstack", "vstack", "dstack", "tril_indices", "triu_indices",
-                         "meshgrid", "einsum", "tensordot"}
+NOT_METHODS: set[str] = {
+    "hstack",
+    "vstack",
+    "dstack",
+    "tril_indices",
+    "triu_indices",
+    "meshgrid",
+    "einsum",
+    "tensordot",
+}
 
 
 def _alias(x):
@@ -65,21 +108,24 @@ def t(input):
     """
     check_tensor(input, "t")
     if input.ndim > 2:
-        raise ShapeError(f"t: expects a tensor with <= 2 dimensions, but input has "
-                         f"{input.ndim} dimensions")
+        raise ShapeError(
+            f"t: expects a tensor with <= 2 dimensions, but input has {input.ndim} dimensions"
+        )
     return transpose(input, 0, 1) if input.ndim == 2 else _alias(input)
 
 
 def view_as(input, other):
     """``input.view(other.shape)``."""
-    return view(check_tensor(input, "view_as"), tuple(check_tensor(other, "view_as",
-                                                                   "other").shape))
+    return view(
+        check_tensor(input, "view_as"), tuple(check_tensor(other, "view_as", "other").shape)
+    )
 
 
 def reshape_as(input, other):
     """``input.reshape(other.shape)``."""
-    return reshape(check_tensor(input, "reshape_as"), tuple(check_tensor(
-        other, "reshape_as", "other").shape))
+    return reshape(
+        check_tensor(input, "reshape_as"), tuple(check_tensor(other, "reshape_as", "other").shape)
+    )
 
 
 def narrow(input, dim: int, start, length: int):
@@ -96,15 +142,19 @@ def narrow(input, dim: int, start, length: int):
     start, length = _int(start, "narrow", "start"), _int(length, "narrow", "length")
     n = input.shape[d]
     if not -n <= start <= n:
-        raise IndexError(f"narrow: start {start} out of range for dimension {d} of size {n} "
-                         f"(expected in [{-n}, {n}])")
+        raise IndexError(
+            f"narrow: start {start} out of range for dimension {d} of size {n} "
+            f"(expected in [{-n}, {n}])"
+        )
     if start < 0:
         start += n
     if length < 0:
         raise RuntimeError(f"narrow: length must be non-negative, got {length}")
     if start + length > n:
-        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
-                           f"size ({n}) of dimension {d}")
+        raise RuntimeError(
+            f"narrow: start ({start}) + length ({length}) exceeds dimension "
+            f"size ({n}) of dimension {d}"
+        )
     return getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
 
@@ -121,8 +171,10 @@ def select(input, dim: int, index):
     index = _int(index, "select", "index")
     n = input.shape[d]
     if not -n <= index < n:
-        raise IndexError(f"select: index {index} out of range for tensor of size "
-                         f"{list(input.shape)} at dimension {d}")
+        raise IndexError(
+            f"select: index {index} out of range for tensor of size "
+            f"{list(input.shape)} at dimension {d}"
+        )
     return getitem(input, (slice(None),) * d + (index % n,))
 
 
@@ -138,14 +190,17 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
 
     check_tensor(input, "tensor_split")
     if input.ndim == 0:
-        raise RuntimeError("tensor_split: expected at least a 1-dimensional tensor, but got a "
-                           "tensor with 0 dims")
+        raise RuntimeError(
+            "tensor_split: expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
     d = wrap_dim(dim, input.ndim, "tensor_split")
     ios = indices_or_sections
     if isinstance(ios, Tensor):
         if ios.dtype.is_floating_point or ios.ndim > 1:
-            raise TypeError("tensor_split: indices_or_sections must be a 0-d or 1-d integer "
-                            f"tensor, got a {ios.ndim}-d {ios.dtype} tensor")
+            raise TypeError(
+                "tensor_split: indices_or_sections must be a 0-d or 1-d integer "
+                f"tensor, got a {ios.ndim}-d {ios.dtype} tensor"
+            )
         ios = ios.item() if ios.ndim == 0 else ios.tolist()
     pre = (slice(None),) * d
     if isinstance(ios, (list, tuple)):
@@ -153,8 +208,9 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         return tuple(getitem(input, pre + (slice(a, b),)) for a, b in zip(bounds, bounds[1:]))
     sections = _int(ios, "tensor_split", "indices_or_sections")
     if sections <= 0:
-        raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got "
-                           f"{sections}")
+        raise RuntimeError(
+            f"tensor_split: number of sections must be larger than 0, got {sections}"
+        )
     n = input.shape[d]
     small, extra = divmod(n, sections)
     out, start = [], 0
@@ -191,14 +247,16 @@ def hstack(tensors):
 
 def vstack(tensors):
     """Stack tensors row-wise: 1-d tensors become rows, then ``cat`` along dim 0."""
-    return cat([_atleast(x, 2, "vstack", k) for k, x in
-                enumerate(_tensor_list(tensors, "vstack"))], 0)
+    return cat(
+        [_atleast(x, 2, "vstack", k) for k, x in enumerate(_tensor_list(tensors, "vstack"))], 0
+    )
 
 
 def dstack(tensors):
     """Stack tensors depth-wise: each made at least 3-d, then ``cat`` along dim 2."""
-    return cat([_atleast(x, 3, "dstack", k) for k, x in
-                enumerate(_tensor_list(tensors, "dstack"))], 2)
+    return cat(
+        [_atleast(x, 3, "dstack", k) for k, x in enumerate(_tensor_list(tensors, "dstack"))], 2
+    )
 
 
 def moveaxis(input, source, destination):
@@ -208,11 +266,11 @@ def moveaxis(input, source, destination):
         RuntimeError: if the sequences differ in length or repeat a dimension.
     """
     check_tensor(input, "moveaxis")
-    src, dst = _dims(source, "moveaxis", "source"), _dims(destination, "moveaxis",
-                                                          "destination")
+    src, dst = _dims(source, "moveaxis", "source"), _dims(destination, "moveaxis", "destination")
     if len(src) != len(dst):
-        raise RuntimeError(f"moveaxis: source {src} and destination {dst} must have the same "
-                           "number of elements")
+        raise RuntimeError(
+            f"moveaxis: source {src} and destination {dst} must have the same number of elements"
+        )
     nd = input.ndim
     src = tuple(wrap_dim(s, nd, "moveaxis") for s in src)
     dst = tuple(wrap_dim(s, nd, "moveaxis") for s in dst)
@@ -243,13 +301,13 @@ def roll(input, shifts, dims=None):
     shifts = _dims(shifts, "roll", "shifts")
     if dims is None:
         if len(shifts) != 1:
-            raise RuntimeError(f"roll: shifts {shifts} must have one element when dims is "
-                               "None")
+            raise RuntimeError(f"roll: shifts {shifts} must have one element when dims is None")
         return reshape(roll(reshape(input, (-1,)), shifts, 0), input.shape)
     dims = _dims(dims, "roll", "dims")
     if len(shifts) != len(dims) or not dims:
-        raise RuntimeError(f"roll: shifts and dimensions must align, got shifts {shifts} and "
-                           f"dims {dims}")
+        raise RuntimeError(
+            f"roll: shifts and dimensions must align, got shifts {shifts} and dims {dims}"
+        )
     out = input
     for s, d in zip(shifts, dims):
         d = wrap_dim(d, input.ndim, "roll")
@@ -281,15 +339,15 @@ def rot90(input, k: int = 1, dims=(0, 1)):
     check_tensor(input, "rot90")
     dims = _dims(dims, "rot90", "dims")
     if len(dims) != 2:
-        raise RuntimeError(f"rot90: expected total rotation dims == 2, but got dims = "
-                           f"{len(dims)}")
+        raise RuntimeError(f"rot90: expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.ndim < 2:
-        raise RuntimeError(f"rot90: expected total dims >= 2, but got total dims = "
-                           f"{input.ndim}")
+        raise RuntimeError(f"rot90: expected total dims >= 2, but got total dims = {input.ndim}")
     a, b = (wrap_dim(d, input.ndim, "rot90") for d in dims)
     if a == b:
-        raise RuntimeError(f"rot90: expected rotation dims to be different, but got dim0 = "
-                           f"{dims[0]} and dim1 = {dims[1]}")
+        raise RuntimeError(
+            f"rot90: expected rotation dims to be different, but got dim0 = "
+            f"{dims[0]} and dim1 = {dims[1]}"
+        )
     k = _int(k, "rot90", "k") % 4
     if k == 1:
         return transpose(clone(flip(input, b)), a, b)
@@ -313,8 +371,9 @@ def _diag_mat(m, offset, d1, d2):
     n = min(v.shape[d1], v.shape[d2])
     st = v.strides
     keep = [k for k in range(m.ndim) if k not in (d1, d2)]
-    return v.as_strided(tuple(v.shape[k] for k in keep) + (n,),
-                        tuple(st[k] for k in keep) + (st[d1] + st[d2],))
+    return v.as_strided(
+        tuple(v.shape[k] for k in keep) + (n,), tuple(st[k] for k in keep) + (st[d1] + st[d2],)
+    )
 
 
 class Diagonal(Op):
@@ -374,8 +433,7 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
     nd = input.ndim + 1
     d1, d2 = wrap_dim(dim1, nd, "diag_embed"), wrap_dim(dim2, nd, "diag_embed")
     if d1 == d2:
-        raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, "
-                           f"{dim2}")
+        raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
     offset = _int(offset, "diag_embed", "offset")
     n = input.shape[-1] + abs(offset)
     rest = iter(input.shape[:-1])
@@ -402,8 +460,9 @@ def trace(input):
     """The sum of the main diagonal of a 2-d ``input``."""
     check_tensor(input, "trace")
     if input.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got a tensor with {input.ndim} "
-                           "dimensions")
+        raise RuntimeError(
+            f"trace: expected a matrix, but got a tensor with {input.ndim} dimensions"
+        )
     return Diagonal.apply(input, 0, 0, 1).sum()
 
 
@@ -445,16 +504,21 @@ def meshgrid(*tensors, indexing: str = "ij"):
     if not tensors:
         raise RuntimeError("meshgrid: expects a non-empty TensorList")
     if indexing not in ("ij", "xy"):
-        raise RuntimeError(f'meshgrid: indexing must be one of "xy" or "ij", but received: '
-                           f"{indexing}")
+        raise RuntimeError(
+            f'meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
     for k, x in enumerate(tensors):
         check_tensor(x, "meshgrid", f"tensors[{k}]")
         if x.ndim > 1:
-            raise RuntimeError(f"meshgrid: expected 0D or 1D tensor in the tensor list but got "
-                               f"a {x.ndim}-d tensor at position {k}")
+            raise RuntimeError(
+                f"meshgrid: expected 0D or 1D tensor in the tensor list but got "
+                f"a {x.ndim}-d tensor at position {k}"
+            )
         if x.dtype != tensors[0].dtype:
-            raise RuntimeError(f"meshgrid: expects all tensors to have the same dtype, got "
-                               f"{tensors[0].dtype} and {x.dtype}")
+            raise RuntimeError(
+                f"meshgrid: expects all tensors to have the same dtype, got "
+                f"{tensors[0].dtype} and {x.dtype}"
+            )
     pos = list(range(len(tensors)))
     if indexing == "xy" and len(tensors) >= 2:
         pos[0], pos[1] = 1, 0

@@ -28,17 +28,56 @@ from nnkit.autograd.ops.shape import broadcast_shapes, chunk
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin",
-           "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "atan2", "arctan2", "erfc",
-           "erfinv", "lgamma", "digamma", "logit", "xlogy", "logaddexp", "hypot", "frac",
-           "clamp_min", "clamp_max", "nan_to_num", "isclose", "allclose", "equal"]
+__all__ = [
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "atan2",
+    "arctan2",
+    "erfc",
+    "erfinv",
+    "lgamma",
+    "digamma",
+    "logit",
+    "xlogy",
+    "logaddexp",
+    "hypot",
+    "frac",
+    "clamp_min",
+    "clamp_max",
+    "nan_to_num",
+    "isclose",
+    "allclose",
+    "equal",
+]
 
 # Functions of __all__ that are not Tensor methods (their first argument is not a tensor).
 NOT_METHODS: set[str] = set()
 
 # Activations: functional forms only (``nnkit.nn.functional``), not Tensor methods.
-ACTIVATIONS = ["hardswish", "hardsigmoid", "glu", "prelu", "celu", "softsign", "threshold",
-               "hardshrink", "softshrink", "tanhshrink"]
+ACTIVATIONS = [
+    "hardswish",
+    "hardsigmoid",
+    "glu",
+    "prelu",
+    "celu",
+    "softsign",
+    "threshold",
+    "hardshrink",
+    "softshrink",
+    "tanhshrink",
+]
 
 
 # --------------------------------------------------------------------- unary
@@ -60,8 +99,9 @@ Asinh = _unary("Asinh", "asinh", lambda g, x: g * rsqrt(x * x + 1))
 Acosh = _unary("Acosh", "acosh", lambda g, x: g * rsqrt(x * x - 1))
 Atanh = _unary("Atanh", "atanh", lambda g, x: g * (1 / (-x * x + 1)))
 Erfc = _unary("Erfc", "erfc", lambda g, x: g * (-2 / _SQRT_PI) * exp(-(x * x)))
-Erfinv = _unary("Erfinv", "erfinv", lambda g, out: g * (0.5 * _SQRT_PI) * exp(out * out),
-                save="out")
+Erfinv = _unary(
+    "Erfinv", "erfinv", lambda g, out: g * (0.5 * _SQRT_PI) * exp(out * out), save="out"
+)
 Lgamma = _unary("Lgamma", "lgamma", lambda g, x: g * digamma(x))
 
 
@@ -85,8 +125,9 @@ class Trigamma(Op):
 
     @staticmethod
     def backward(ctx, grad_output):
-        raise RuntimeError("digamma: the second derivative (the derivative of trigamma) is "
-                           "not implemented")
+        raise RuntimeError(
+            "digamma: the second derivative (the derivative of trigamma) is not implemented"
+        )
 
 
 def _unary_fn(cls, name, doc):
@@ -110,8 +151,12 @@ atanh = _unary_fn(Atanh, "atanh", "Inverse hyperbolic tangent; +-inf at +-1 (gra
 erfc = _unary_fn(Erfc, "erfc", "``1 - erf(x)``, accurate in the tail (Cephes).")
 erfinv = _unary_fn(Erfinv, "erfinv", "Inverse of ``erf``: +-inf at +-1, NaN outside [-1, 1].")
 lgamma = _unary_fn(Lgamma, "lgamma", "``log|Gamma(x)|``; inf at the poles (0, -1, ...).")
-digamma = _unary_fn(Digamma, "digamma", "``psi(x) = d/dx lgamma(x)``: -inf at +0, inf at -0 "
-                    "and NaN at the negative integers, as torch.")
+digamma = _unary_fn(
+    Digamma,
+    "digamma",
+    "``psi(x) = d/dx lgamma(x)``: -inf at +0, inf at -0 "
+    "and NaN at the negative integers, as torch.",
+)
 arcsin, arccos, arctan = asin, acos, atan
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
@@ -139,8 +184,7 @@ def logit(input, eps=None):
     (the gradient is 0 outside that interval). A negative ``eps`` is no clamp (torch)."""
     check_tensor(input, "logit")
     if eps is not None and not is_scalar(eps):
-        raise TypeError(f"logit: argument 'eps' must be a float or None, got "
-                        f"{type(eps).__name__}")
+        raise TypeError(f"logit: argument 'eps' must be a float or None, got {type(eps).__name__}")
     return Logit.apply(input, None if eps is None or eps < 0 else float(eps))
 
 
@@ -158,8 +202,10 @@ def _meta(ctx, a, b):
 
 def _grads(ctx, ga, gb):
     n = ctx.needs_input_grad
-    return (_reduce(ga(), ctx.meta[0]) if n[0] else None,
-            _reduce(gb(), ctx.meta[1]) if n[1] else None)
+    return (
+        _reduce(ga(), ctx.meta[0]) if n[0] else None,
+        _reduce(gb(), ctx.meta[1]) if n[1] else None,
+    )
 
 
 def _binary(name, method, grads, save_out=False):
@@ -173,12 +219,9 @@ def _binary(name, method, grads, save_out=False):
     def backward(ctx, grad_output):
         return _grads(ctx, *grads(grad_output, *ctx.saved_tensors))
 
-    cls = type(name, (Op,), {"forward": staticmethod(forward),
-                             "backward": staticmethod(backward)})
+    cls = type(name, (Op,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
     cls.__module__ = __name__
     return cls
-
-
 
 
 def _atan2_grads(g, a, b):
@@ -189,12 +232,19 @@ def _atan2_grads(g, a, b):
 
 
 Atan2 = _binary("Atan2", "atan2", _atan2_grads)
-Hypot = _binary("Hypot", "hypot", lambda g, a, b, out: (lambda: g * a / out,
-                                                        lambda: g * b / out), save_out=True)
-LogAddExp = _binary("LogAddExp", "logaddexp", lambda g, a, b: (lambda: g * sigmoid(a - b),
-                                                               lambda: g * sigmoid(b - a)))
-XLogY = _binary("XLogY", "xlogy", lambda g, a, b: (
-    lambda: where((a == 0) & (b <= 0), 0.0, xlogy(g, b)), lambda: g * a / b))
+Hypot = _binary(
+    "Hypot", "hypot", lambda g, a, b, out: (lambda: g * a / out, lambda: g * b / out), save_out=True
+)
+LogAddExp = _binary(
+    "LogAddExp",
+    "logaddexp",
+    lambda g, a, b: (lambda: g * sigmoid(a - b), lambda: g * sigmoid(b - a)),
+)
+XLogY = _binary(
+    "XLogY",
+    "xlogy",
+    lambda g, a, b: (lambda: where((a == 0) & (b <= 0), 0.0, xlogy(g, b)), lambda: g * a / b),
+)
 
 
 def _check_pair(input, other, op, scalars=False):
@@ -202,8 +252,10 @@ def _check_pair(input, other, op, scalars=False):
 
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor) and not (scalars and is_scalar(v)):
-            raise TypeError(f"{op}: argument '{name}' must be a Tensor"
-                            f"{' or a number' if scalars else ''}, got {type(v).__name__}")
+            raise TypeError(
+                f"{op}: argument '{name}' must be a Tensor"
+                f"{' or a number' if scalars else ''}, got {type(v).__name__}"
+            )
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         broadcast_shapes(tuple(input.shape), tuple(other.shape))
 
@@ -256,8 +308,9 @@ def frac(input):
     """
     check_tensor(input, "frac")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"frac: not implemented for integer or bool tensors (input has "
-                           f"dtype {input.dtype})")
+        raise RuntimeError(
+            f"frac: not implemented for integer or bool tensors (input has dtype {input.dtype})"
+        )
     return Frac.apply(input)
 
 
@@ -302,8 +355,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     check_tensor(input, "nan_to_num")
     for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if v is not None and not is_scalar(v):
-            raise TypeError(f"nan_to_num: argument '{name}' must be a number or None, got "
-                            f"{type(v).__name__}")
+            raise TypeError(
+                f"nan_to_num: argument '{name}' must be a number or None, got {type(v).__name__}"
+            )
     return NanToNum.apply(input, 0.0 if nan is None else nan, posinf, neginf)
 
 
@@ -327,12 +381,14 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """
     _check_pair(input, other, "isclose")
     if input.dtype != other.dtype:
-        raise RuntimeError(f"isclose: input ({input.dtype}) and other ({other.dtype}) must "
-                           "have the same dtype")
+        raise RuntimeError(
+            f"isclose: input ({input.dtype}) and other ({other.dtype}) must have the same dtype"
+        )
     for name, v in (("rtol", rtol), ("atol", atol)):
         if v < 0:
-            raise RuntimeError(f"isclose: {name} must be greater than or equal to zero, "
-                               f"but got {v}")
+            raise RuntimeError(
+                f"isclose: {name} must be greater than or equal to zero, but got {v}"
+            )
     with no_grad():
         return _IsClose.apply(input, other, float(rtol), float(atol), bool(equal_nan))
 
@@ -349,8 +405,7 @@ def equal(input, other) -> bool:
 
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
-            raise TypeError(f"equal: argument '{name}' must be a Tensor, got "
-                            f"{type(v).__name__}")
+            raise TypeError(f"equal: argument '{name}' must be a Tensor, got {type(v).__name__}")
     return input._impl.data.array_equal(other._impl.data)
 
 
@@ -394,8 +449,9 @@ def glu(input, dim: int = -1):
         raise RuntimeError("glu: does not support 0-d input (halving size must be even)")
     d = wrap_dim(dim, input.ndim, "glu")
     if input.shape[d] % 2:
-        raise RuntimeError(f"glu: halving dimension must be even, but dimension {d} is size "
-                           f"{input.shape[d]}")
+        raise RuntimeError(
+            f"glu: halving dimension must be even, but dimension {d} is size {input.shape[d]}"
+        )
     a, b = chunk(input, 2, d)
     return a * sigmoid(b)
 
@@ -410,8 +466,9 @@ def prelu(input, weight):
     check_tensor(input, "prelu")
     check_tensor(weight, "prelu", "weight")
     if weight.ndim > 1:
-        raise RuntimeError(f"prelu: expected 'weight' to be a scalar or 1-d tensor, got "
-                           f"ndim = {weight.ndim}")
+        raise RuntimeError(
+            f"prelu: expected 'weight' to be a scalar or 1-d tensor, got ndim = {weight.ndim}"
+        )
     n = weight.numel()
     if n == 1:
         w = weight.reshape(())
@@ -420,8 +477,10 @@ def prelu(input, weight):
             raise RuntimeError("prelu: a 0-d input needs a 'weight' of one element")
         channels = input.shape[1] if input.ndim > 1 else 1
         if channels != n:
-            raise RuntimeError(f"prelu: 'weight' has {n} elements but the input has "
-                               f"{channels} channel(s) (its dimension 1)")
+            raise RuntimeError(
+                f"prelu: 'weight' has {n} elements but the input has "
+                f"{channels} channel(s) (its dimension 1)"
+            )
         w = weight.reshape((n,) + (1,) * (input.ndim - 2))
     return where(input > 0, input, w * input)
 
@@ -481,10 +540,12 @@ def softshrink(input, lambd: float = 0.5):
     """
     check_tensor(input, "softshrink")
     if lambd < 0:
-        raise RuntimeError(f"softshrink: argument 'lambd' must be greater or equal to 0, "
-                           f"but found to be {lambd}")
-    return where((input >= -lambd) & (input <= lambd), 0.0,
-                 where(input > 0, input - lambd, input + lambd))
+        raise RuntimeError(
+            f"softshrink: argument 'lambd' must be greater or equal to 0, but found to be {lambd}"
+        )
+    return where(
+        (input >= -lambd) & (input <= lambd), 0.0, where(input > 0, input - lambd, input + lambd)
+    )
 
 
 def tanhshrink(input):
