@@ -139,4 +139,6 @@ def tensor_repr(t) -> str:
         head = ", ".join([f"shape={list(t.shape)}"] + extra)
         return f"tensor({head},\n{_body(arr)})"
     text = _body(arr).replace("\n", "\n       ")
+    if arr.ndim == 0:  # torch's tensor(2.5000), not str's parenthesised (2.5000)
+        text = text[1:-1]
     return "tensor(" + ", ".join([text] + extra) + ")"

@@ -149,6 +149,8 @@ def test_repr_compact_forms():
     x = nnkit.tensor([1.0], requires_grad=True)
     assert repr(x) == "tensor([1.0], requires_grad=True)"
     assert repr(x * 2) == "tensor([2.0], grad_fn=<MulBackward>)"
+    assert repr((x * 2.5).sum()) == "tensor(2.5000, grad_fn=<SumBackward>)"
+    assert repr(nnkit.tensor(3)) == "tensor(3)"
     assert repr(nnkit.tensor([1.0], dtype=nnkit.float64)) == ("tensor([1.0], dtype=nnkit.float64)")
     assert repr(nnkit.arange(4).reshape(1, 2, 2)) == (
         "tensor(shape=[1, 2, 2],\n(0,.,.) = \n[[0, 1],\n [2, 3]])"
