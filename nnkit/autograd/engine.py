@@ -3,28 +3,41 @@
 ``run_backward`` never recurses (a chain of 100 000 ops is fine): it counts, for
 every node reachable from the roots, how many edges lead into it, then runs a node
 once all of them have delivered their gradient. Gradients reaching a leaf's
-:class:`~nnkit.autograd.function.AccumulateGrad` are summed into its ``.grad``
+:class:`~nnkit.autograd.tensor.AccumulateGrad` are summed into its ``.grad``
 (under a lock, so threads sharing a leaf add up exactly); without
 ``retain_graph`` each node's saved tensors are freed once it has run.
+
+Buffer ownership. Without ``create_graph`` the engine sums the gradients reaching
+one tensor in place, and a leaf's first gradient becomes its ``.grad`` without a
+copy, but only into or from buffers the engine owns: Mats it allocated itself (the
+root's ones, sums, zero fills, piece accumulations) and the results of a built-in
+op's backward that were made while the engine ran it (their ``serial`` stamp is
+newer than the call: not an input handed back, not a saved tensor). Whatever is
+handed out leaves the set for good: a buffer stored as a ``.grad``, passed to a
+hook, returned by ``autograd.grad``, given to a user
+:class:`~nnkit.autograd.function.Function`, or sent to two places at once. An owned
+Mat is written only while :meth:`~nnkit.backends.mat.ArrayMat.is_unaliased`
+(nothing views its memory).
 """
 
 from __future__ import annotations
 
 import threading
-from sys import getrefcount
 
-from nnkit.autograd.function import _RELEASED_MSG, AccumulateGrad, grad_edge
+from nnkit.autograd.factories import tensor as _tensor
+from nnkit.autograd.function import _RELEASED_MSG
 from nnkit.autograd.grad_mode import state
-from nnkit.autograd.tensor import Tensor, TensorImpl
+from nnkit.autograd.graph import format_forward_trace
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge
+from nnkit.backends.fp_errors import quiet as quiet_fp
+from nnkit.backends.mat import next_serial
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "PieceGrad"]
 
 _accumulate_lock = threading.RLock()
 
 
-def _root_grads(tensors, grads):
-    from nnkit.autograd.tensor import ones_like
-
+def _root_grads(tensors, grads, owned):
     out = []
     for k, (t, g) in enumerate(zip(tensors, grads)):
         if not t._impl.requires_grad:
@@ -37,12 +50,14 @@ def _root_grads(tensors, grads):
                     "grad can be implicitly created only for scalar outputs; got a tensor "
                     f"of shape {list(t.shape)}: pass gradient= to backward()"
                 )
-            out.append(ones_like(t))  # fresh: nobody else sees it
+            m = t._impl.data
+            m = type(m).ones(m.shape, m.dtype)
+            if owned is not None:
+                owned.add(m)  # allocated here: nobody else sees it
+            out.append(Tensor._from_mat(m))
             continue
         if not isinstance(g, Tensor):
-            from nnkit.autograd.factories import tensor
-
-            g = tensor(g, dtype=t.dtype, device=t.device)
+            g = _tensor(g, dtype=t.dtype, device=t.device)
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(
                 f"backward: gradient of shape {list(g.shape)} does not match "
@@ -52,7 +67,7 @@ def _root_grads(tensors, grads):
             raise RuntimeError(
                 f"backward: gradient on {g.device} for a tensor on {t.device}; move it with .to()"
             )
-        out.append(Tensor._wrap_shared(g))  # the caller keeps g: never steal its memory
+        out.append(Tensor._wrap_shared(g))  # the caller's: never owned, never written
     return out
 
 
@@ -99,7 +114,10 @@ def run_backward(
     """
     if retain_graph is None:
         retain_graph = create_graph
-    grads = _root_grads(tensors, grad_tensors)
+    # The buffers the engine owns; None when the backward is itself recorded
+    # (create_graph): then every sum is a graph op and nothing is written in place.
+    owned = None if create_graph else set()
+    grads = _root_grads(tensors, grad_tensors, owned)
     edges = [grad_edge(t._impl) for t in tensors]
     targets = None
     if inputs is not None:
@@ -112,7 +130,8 @@ def run_backward(
     prev = state.grad_enabled
     state.grad_enabled = create_graph
     try:
-        _execute(edges, grads, retain_graph, create_graph, targets, capture, results)
+        with quiet_fp():  # NumPy's floating-point errors quiet, as torch
+            _execute(edges, grads, retain_graph, owned, targets, capture, results)
     finally:
         state.grad_enabled = prev
     if capture:
@@ -126,7 +145,7 @@ def run_backward(
     return None
 
 
-def _execute(edges, grads, retain_graph, create_graph, targets, capture, results):
+def _execute(edges, grads, retain_graph, owned, targets, capture, results):
     buffers: dict = {}
     roots = []
     for (node, nr), g in zip(edges, grads):
@@ -134,48 +153,64 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
         if buf is None:
             buf = buffers[node] = [None] * node._n_outputs
             roots.append(node)
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
+        buf[nr] = g if buf[nr] is None else _sum(buf[nr], g, owned)
     deps = _count_dependencies(roots)
     ready = [n for n in roots if deps.get(n, 0) == 0]
-    anomaly = state.anomaly
-    acc_cls = AccumulateGrad
-    empty_cls = _EmptyNode
-    # Gradients are summed in place into a buffer nobody else can see, except when the
-    # backward pass is itself recorded (create_graph): then every sum is a graph op.
-    inplace = _INPLACE_SUMS and not create_graph
     partial: set = set()  # nodes whose buffer holds a PieceGrad or an _Accumulated
+    anomaly = state.anomaly
     while ready:
         node = ready.pop()
         buf = buffers.pop(node)
         if partial and node in partial:  # every piece has arrived: Tensors now
             partial.discard(node)
-            buf = [g.tensor() if g.__class__ in _PARTIAL else g for g in buf]
+            buf = [_from_partial(g, owned) if g.__class__ in _PARTIAL else g for g in buf]
         if capture:
-            _capture_targets(node, buf, targets, results)
-        cls = node.__class__
-        if cls is acc_cls:
+            _capture_targets(node, buf, targets, results, owned)
+        if node.__class__ is AccumulateGrad:
             if not capture and (targets is None or (node, 0) in targets):
-                _accumulate(node.impl, buf[0], create_graph)
+                _accumulate(node.impl, buf[0], owned)
             continue
         if node.pre_hooks is not None or node.retained is not None:
-            _run_tensor_hooks(node, buf, create_graph)
+            _run_tensor_hooks(node, buf, owned)
         nexts = node.next_functions
-        if cls is empty_cls:
+        if node.__class__ is _EmptyNode or (
+            buf[0] is None and (len(buf) == 1 or all(g is None for g in buf))
+        ):
             out = ()
-        elif len(buf) == 1:
-            if buf[0] is None:
-                out = ()
-            elif node.post_hooks is None and not anomaly and node._in_meta is None:
-                # the common case (a built-in op, no hooks), inlined from _call_node
-                if node._released:
-                    raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
-                out = node._fn_cls.backward(node, buf[0])
-                if out.__class__ is not tuple:
-                    out = (out,)
-            else:
-                out = _call_node(node, buf, anomaly)
         else:
-            out = _call_node(node, buf, anomaly) if any(g is not None for g in buf) else ()
+            # Run the node's backward: the one path every node takes. The buffers
+            # given are consumed; the results a built-in op's backward made during the
+            # call (a newer serial) become owned, unless a post hook sees them or one
+            # is returned for two inputs. A user Function's backward is user code:
+            # what it returns may be kept elsewhere.
+            if node._released:
+                raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
+            if len(buf) > 1 and any(g is None for g in buf):
+                buf = _fill_missing(node, buf, owned)
+            if owned:
+                for g in buf:
+                    owned.discard(g._impl.data)
+            fn = node._fn_cls
+            start = next_serial()
+            out = fn.backward(node, *buf)
+            if out.__class__ is not tuple:
+                out = (out,)
+            if node._in_meta is not None:
+                _check_user_grads(node, out)
+            if node.post_hooks is not None or anomaly:
+                out = _post_checks(node, out, buf, anomaly)
+                if node.post_hooks is not None:
+                    start = None  # the hooks saw (and may keep) the results
+            if owned is not None and start is not None and fn._mat_forward:
+                for g in out:
+                    if g is not None and g.__class__ is not PieceGrad:
+                        m = g._impl.data
+                        if m.serial > start:
+                            if m in owned:  # returned for two inputs: nobody's
+                                owned.discard(m)
+                                m.serial = 0
+                            else:
+                                owned.add(m)
         del buf
         if out and len(out) != len(nexts):
             raise RuntimeError(
@@ -184,10 +219,45 @@ def _execute(edges, grads, retain_graph, create_graph, targets, capture, results
             )
         if not retain_graph:
             node.release()
-        _route(nexts, out, buffers, deps, ready, inplace, partial)
+        _route(nexts, out, buffers, deps, ready, owned, partial)
 
 
-def _route(nexts, out, buffers, deps, ready, inplace, partial) -> None:
+def _post_checks(node, out, buf, anomaly) -> tuple:
+    """Run ``node``'s post hooks and the anomaly check on its results (as Tensors)."""
+    out = tuple([g.tensor() if g.__class__ is PieceGrad else g for g in out])
+    if node.post_hooks is not None:
+        for hook in list(node.post_hooks):
+            hook(out, tuple(buf))
+    if anomaly:
+        _check_anomaly(node, out)
+    return out
+
+
+def _check_user_grads(node, out) -> None:
+    """User Functions: one gradient per input, each of its input's shape."""
+    meta = node._in_meta
+    name = node._fn_cls.__name__
+    if len(out) != len(meta):
+        raise RuntimeError(
+            f"function {name}.backward returned an incorrect number of gradients "
+            f"(expected {len(meta)}, got {len(out)})"
+        )
+    for k, (g, shape) in enumerate(zip(out, meta)):
+        if g is None or shape is None:
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(
+                f"function {name}.backward returned a {type(g).__name__} as the "
+                f"gradient of input {k}; expected a Tensor or None"
+            )
+        if g.shape != shape:
+            raise RuntimeError(
+                f"function {name}.backward returned a gradient of shape "
+                f"{list(g.shape)} for input {k}, which has shape {list(shape)}"
+            )
+
+
+def _route(nexts, out, buffers, deps, ready, owned, partial) -> None:
     n_out = len(out)
     for k, (nxt, nr) in enumerate(nexts):
         if nxt is None:
@@ -197,20 +267,16 @@ def _route(nexts, out, buffers, deps, ready, inplace, partial) -> None:
             buf = buffers[nxt] = [None] * nxt._n_outputs
         if n_out and out[k] is not None:
             g = out[k]
-            for j in range(k):
-                if out[j] is g:  # one gradient object sent to two inputs: alias it
-                    g = Tensor._wrap_shared(g)
-                    break
             prev = buf[nr]
             if prev is None:
                 buf[nr] = g
                 if g.__class__ is PieceGrad:
                     partial.add(nxt)
             elif prev.__class__ in _PARTIAL or g.__class__ is PieceGrad:
-                buf[nr] = _add_partial(prev, g)
+                buf[nr] = _add_partial(prev, g, owned)
                 partial.add(nxt)
-            elif not (inplace and _add_in_place(buf, nr, g)):
-                buf[nr] = prev + g
+            else:
+                buf[nr] = _sum(prev, g, owned)
             del g, prev
         left = deps[nxt] - 1
         deps[nxt] = left
@@ -222,6 +288,34 @@ def _route(nexts, out, buffers, deps, ready, inplace, partial) -> None:
                 ready.append(empty)
             else:
                 ready.append(nxt)
+
+
+def _sum(prev, g, owned):
+    """``prev + g``, written into whichever of the two buffers the engine owns and
+    nothing views; else into a new buffer, which the engine then owns."""
+    if owned is None:  # the backward is recorded: a graph op
+        return prev + g
+    pm, gm = prev._impl.data, g._impl.data
+    if not pm.same_kind_as(gm):
+        owned.discard(pm)
+        owned.discard(gm)
+        out = prev + g
+        owned.add(out._impl.data)
+        return out
+    if pm in owned:
+        if pm.is_unaliased():
+            owned.discard(gm)  # dropped
+            pm.accumulate_(gm)
+            return prev
+        owned.discard(pm)
+    if gm in owned:
+        if gm.is_unaliased():
+            gm.accumulate_(pm)
+            return g
+        owned.discard(gm)
+    m = pm.add(gm)
+    owned.add(m)
+    return Tensor._from_mat(m)
 
 
 class PieceGrad:
@@ -253,13 +347,22 @@ class _Accumulated:
         self.mat = mat
 
     def tensor(self):
-        return Tensor._wrap(TensorImpl(self.mat))
+        return Tensor._from_mat(self.mat)
 
 
 _PARTIAL = (PieceGrad, _Accumulated)
 
 
-def _add_partial(prev, g):
+def _from_partial(g, owned):
+    """The Tensor for a PieceGrad or an ``_Accumulated`` buffer, which the engine owns."""
+    if g.__class__ is PieceGrad:
+        g = g.accumulated()
+    if owned is not None:
+        owned.add(g.mat)
+    return g.tensor()
+
+
+def _add_partial(prev, g, owned):
     """``prev + g`` where either is a :class:`PieceGrad` or an ``_Accumulated`` buffer:
     pieces are added into the engine's buffer in place (no full-size temporary)."""
     if prev.__class__ is not _Accumulated:
@@ -267,55 +370,21 @@ def _add_partial(prev, g):
             prev, g = g, prev
         elif prev.__class__ is PieceGrad:
             prev = prev.accumulated()
-        else:  # a Tensor someone may hold: copied once into a buffer of the engine's
-            prev = _Accumulated(prev._impl.data.copy())
+        else:
+            m = prev._impl.data
+            if owned is not None and m in owned and m.is_unaliased():
+                owned.discard(m)  # the engine's already: used as the accumulator
+            else:  # a Tensor someone may hold: copied once into a buffer of the engine's
+                m = m.copy()
+            prev = _Accumulated(m)
     if g.__class__ is PieceGrad:
         prev.mat.index_add_(g.idx, g.values._impl.data)
     else:
-        prev.mat.iadd(g.mat if g.__class__ is _Accumulated else g._impl.data)
+        m = g.mat if g.__class__ is _Accumulated else g._impl.data
+        prev.mat.iadd(m)
+        if owned is not None:
+            owned.discard(m)
     return prev
-
-
-def _add_in_place(buf, nr, g) -> bool:
-    """``buf[nr] += g`` written into the memory of whichever of the two nobody else sees.
-
-    A gradient may be summed in place only when no one but the engine can observe it:
-    not a user's tensor, not a saved tensor, not a view of or viewed by anything (a
-    backward may pass its incoming gradient on unchanged, or a view of it, or return a
-    tensor it keeps). Reference counts tell. Returns False (the caller then adds out of
-    place) when neither qualifies.
-    """
-    prev = buf[nr]
-    pm, gm = prev._impl.data, g._impl.data
-    if pm.shape != gm.shape or pm.dtype != gm.dtype:
-        return False
-    del pm, gm
-    # Five references to each candidate: the buffer list (prev) or the node's output
-    # tuple (g), _route's local, this frame's local, _exclusive's parameter and
-    # getrefcount's argument.
-    if _exclusive(prev, 5):
-        prev._impl.data.iadd(g._impl.data)
-        return True
-    if _exclusive(g, 5):
-        g._impl.data.iadd(prev._impl.data)
-        buf[nr] = g
-        return True
-    return False
-
-
-def _exclusive(t, refs) -> bool:
-    """Whether only the engine holds the gradient ``t``, its TensorImpl, Mat and memory."""
-    impl = t._impl
-    m = impl.data
-    # references to impl: t._impl, the local, the argument; to m: impl.data, the local,
-    # the argument.
-    return (
-        getrefcount(t) == refs
-        and getrefcount(impl) == 3
-        and getrefcount(m) == 3
-        and not impl.requires_grad
-        and m.owns_memory()
-    )
 
 
 class _EmptyNode:
@@ -337,36 +406,23 @@ class _EmptyNode:
             self._node.release()
 
 
-def _call_node(node, buf, anomaly):
-    if len(buf) > 1 and any(g is None for g in buf):
-        buf = _fill_missing(node, buf)
-    out = node.apply_backward(tuple(buf))
-    if any(g.__class__ is PieceGrad for g in out):  # hooks and checks see Tensors
-        out = tuple(g.tensor() if g.__class__ is PieceGrad else g for g in out)
-    if node.post_hooks is not None:
-        for hook in list(node.post_hooks):
-            hook(out, tuple(buf))
-    if anomaly:
-        _check_anomaly(node, out)
-    return out
-
-
-def _fill_missing(node, buf):
+def _fill_missing(node, buf, owned):
     if node._released:  # release() cleared _out_meta: report the real problem
         raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
     filled = list(buf)
     for k, g in enumerate(buf):
         if g is None:
             shape, dtype, mat_cls = node._out_meta[k]
-            filled[k] = Tensor._wrap(TensorImpl(mat_cls.zeros(shape, dtype)))
+            m = mat_cls.zeros(shape, dtype)
+            if owned is not None:
+                owned.add(m)
+            filled[k] = Tensor._from_mat(m)
     return filled
 
 
 def _check_anomaly(node, out) -> None:
     for k, g in enumerate(out):
         if g is not None and not g._impl.data.all_finite():
-            from nnkit.autograd.graph import format_forward_trace
-
             where = format_forward_trace(node.trace)
             raise RuntimeError(
                 f"Function '{node.name()}' returned nan or inf values in its gradient for "
@@ -374,11 +430,13 @@ def _check_anomaly(node, out) -> None:
             )
 
 
-def _run_tensor_hooks(node, buf, create_graph) -> None:
+def _run_tensor_hooks(node, buf, owned) -> None:
     if node.pre_hooks is not None:
         for nr, hooks in node.pre_hooks.items():
             for hook in list(hooks):
                 if buf[nr] is not None:
+                    if owned:
+                        owned.discard(buf[nr]._impl.data)  # the hook may keep it
                     new = hook(buf[nr])
                     if new is not None:
                         buf[nr] = new
@@ -386,68 +444,47 @@ def _run_tensor_hooks(node, buf, create_graph) -> None:
         for nr, ref in node.retained.items():
             impl = ref()
             if impl is not None and buf[nr] is not None:
-                _store_grad(impl, buf[nr], create_graph)
+                _store_grad(impl, buf[nr], owned)
 
 
-def _capture_targets(node, buf, targets, results) -> None:
+def _capture_targets(node, buf, targets, results, owned) -> None:
     for nr, g in enumerate(buf):
         k = targets.get((node, nr))
         if k is not None and g is not None:
+            if owned:
+                owned.discard(g._impl.data)  # returned to the caller
             results[k] = g if results[k] is None else results[k] + g
 
 
-def _accumulate(impl, grad, create_graph) -> None:
-    for hook in list(impl.hooks or ()):
-        new = hook(grad)
-        if new is not None:
-            grad = new
-    _store_grad(impl, grad, create_graph)
+def _accumulate(impl, grad, owned) -> None:
+    if impl.hooks:
+        if owned:
+            owned.discard(grad._impl.data)  # the hooks may keep it
+        for hook in list(impl.hooks):
+            new = hook(grad)
+            if new is not None:
+                grad = new
+    _store_grad(impl, grad, owned)
     for hook in list(impl.post_hooks or ()):
         hook(Tensor._wrap(impl))
 
 
-def _store_grad(impl, grad, create_graph) -> None:
+def _store_grad(impl, grad, owned) -> None:
+    """Add ``grad`` into ``impl.grad``: the first gradient is taken over without a
+    copy when the engine owns its buffer (ownership passes to the ``.grad``)."""
     with _accumulate_lock:
         old = impl.grad
         if old is None:
-            impl.grad = grad if create_graph else _owned(grad)
-        elif create_graph or old._impl.requires_grad:
+            if owned is None:  # create_graph: the graph's own tensor
+                impl.grad = grad
+                return
+            m = grad._impl.data
+            if m in owned and m.is_unaliased() and m.is_contiguous():
+                owned.discard(m)  # now the .grad's
+            else:
+                m = m.copy()
+            impl.grad = Tensor._wrap(TensorImpl(m))
+        elif owned is None or old._impl.requires_grad:
             impl.grad = old + grad
         else:
             old._impl.data.iadd(grad._impl.data)
-
-
-def _owned(grad):
-    """``grad`` detached, stolen when nothing else can see its memory, else copied."""
-    m = grad._impl.data
-    # references to m: grad._impl.data, the local, getrefcount's argument
-    if grad._impl.grad_fn is None and getrefcount(m) == 3 and m.owns_memory() and m.is_contiguous():
-        return Tensor._wrap(TensorImpl(m))
-    return Tensor._wrap(TensorImpl(m.copy()))
-
-
-def _inplace_sums_work() -> bool:
-    """Whether the reference counts ``_add_in_place`` relies on hold on this interpreter.
-
-    They assume every local and argument holds a strong reference (CPython 3.10-3.13);
-    an interpreter that borrows references would make a shared gradient look exclusive.
-    This replays ``_route``'s frames on a free and on a held gradient: the in-place
-    path is used only if it accepts the first and refuses the second.
-    """
-    from nnkit.backends.numpy_backend import NumpyMat
-
-    def route(buf, out):  # the locals _route holds when it calls _add_in_place
-        g = out[0]
-        prev = buf[0]
-        return _add_in_place(buf, 0, g) and prev is not None
-
-    def grad():
-        return Tensor._from_mat(NumpyMat.zeros((2,), "float32"))
-
-    free = route([grad()], (grad(),))
-    buf, out = [grad()], (grad(),)
-    held = (buf[0], out[0], buf[0]._impl.data, out[0]._impl.data)
-    return free and not route(buf, out) and held is not None
-
-
-_INPLACE_SUMS = _inplace_sums_work()

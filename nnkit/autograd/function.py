@@ -19,47 +19,25 @@ nnkit (every op of every backward runs through it), hence its plain style.
 
 from __future__ import annotations
 
-import threading
 import traceback
-import weakref
 
 from nnkit.autograd.grad_mode import state
+from nnkit.autograd.handles import RemovableHandle
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, leaf_alias
+from nnkit.backends.fp_errors import QUIET as _FP_QUIET
+from nnkit.backends.fp_errors import STATE as _FP_STATE
 from nnkit.backends.mat import ArrayMat
 
 __all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "ShapeError"]
 
-# Set by nnkit.autograd.tensor at import (it imports this module first).
-Tensor = None
-TensorImpl = None
-
 # Set only while nnkit.onnx traces a model: ``hook(cls, args, kwargs)`` runs the op.
 trace_hook = None
+# Entering and leaving NumPy's quiet floating-point state (bound once: Op.apply is hot)
+_fp_get, _fp_set, _fp_reset = _FP_STATE.get, _FP_STATE.set, _FP_STATE.reset
 
 
 class ShapeError(ValueError, RuntimeError):
     """Raised when the shapes given to an op do not fit together."""
-
-
-class RemovableHandle:
-    """Returned by ``register_*hook``; ``remove()`` unregisters the hook."""
-
-    __slots__ = ("_hooks", "_fn")
-
-    def __init__(self, hooks: list, fn) -> None:
-        self._hooks = hooks
-        self._fn = fn
-
-    def remove(self) -> None:
-        try:
-            self._hooks.remove(self._fn)
-        except ValueError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 _RELEASED_MSG = (
@@ -91,6 +69,8 @@ class SavedTensor:
     def unpack(self, node: "Node"):
         if self.packed is not None:
             mat = self.packed[1](self.packed[0])._impl.data
+            # made by user code (which may keep it) while a backward runs: not new
+            mat.serial = 0
         else:
             mat = self.mat
             found = mat.version
@@ -190,101 +170,11 @@ class Node:
         self.post_hooks.append(fn)
         return RemovableHandle(self.post_hooks, fn)
 
-    def apply_backward(self, grads: tuple) -> tuple:
-        """Run the Function's backward on one gradient per output."""
-        if self._released:
-            raise RuntimeError(_RELEASED_MSG.format(name=self.name()))
-        out = self._fn_cls.backward(self, *grads)
-        if out.__class__ is not tuple:
-            out = (out,)
-        if self._in_meta is not None:
-            _check_user_grads(self, out)
-        return out
-
     def release(self) -> None:
         """Free saved tensors and ctx attributes (after a backward without retain_graph)."""
         self._saved = None
         self._released = True
         self.__dict__.clear()
-
-
-def _check_user_grads(node, out) -> None:
-    """User Functions: one gradient per input, each of its input's shape."""
-    meta = node._in_meta
-    name = node._fn_cls.__name__
-    if len(out) != len(meta):
-        raise RuntimeError(
-            f"function {name}.backward returned an incorrect number of gradients "
-            f"(expected {len(meta)}, got {len(out)})"
-        )
-    for k, (g, shape) in enumerate(zip(out, meta)):
-        if g is None or shape is None:
-            continue
-        if not isinstance(g, Tensor):
-            raise TypeError(
-                f"function {name}.backward returned a {type(g).__name__} as the "
-                f"gradient of input {k}; expected a Tensor or None"
-            )
-        if g.shape != shape:
-            raise RuntimeError(
-                f"function {name}.backward returned a gradient of shape "
-                f"{list(g.shape)} for input {k}, which has shape {list(shape)}"
-            )
-
-
-class AccumulateGrad:
-    """The graph node of a leaf: accumulates incoming gradients into its ``.grad``."""
-
-    __slots__ = ("impl", "next_functions", "__weakref__")
-    _n_outputs = 1
-    _released = False
-    pre_hooks = retained = post_hooks = None
-
-    def __init__(self, impl) -> None:
-        self.impl = impl
-        self.next_functions = ()
-
-    def name(self) -> str:
-        return "AccumulateGrad"
-
-    @property
-    def variable(self):
-        return Tensor._wrap(self.impl)
-
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {id(self):#x}>"
-
-
-_grad_acc_lock = threading.Lock()
-
-
-def grad_edge(impl):
-    """The ``(node, output_nr)`` edge that gradients for ``impl`` flow into."""
-    fn = impl.grad_fn
-    if fn is not None:
-        return (fn, impl.output_nr)
-    ref = impl._grad_acc
-    acc = ref() if ref is not None else None
-    if acc is None:
-        with _grad_acc_lock:  # two threads must not make two nodes for one leaf
-            ref = impl._grad_acc
-            acc = ref() if ref is not None else None
-            if acc is None:
-                acc = AccumulateGrad(impl)
-                impl._grad_acc = weakref.ref(acc)
-    return (acc, 0)
-
-
-def leaf_alias(mat, leaf):
-    """A TensorImpl over ``mat`` whose gradients reach the leaf ``leaf``'s accumulator.
-
-    Used where the engine or a saved-tensor hook hands out another handle on a leaf;
-    the accumulator is held strongly (a weak reference from a new impl would die).
-    """
-    impl = TensorImpl(mat, True)
-    acc = grad_edge(leaf)[0]
-    impl._grad_acc = lambda: acc
-    return impl
 
 
 class _NoGraphCtx:
@@ -298,6 +188,26 @@ class _NoGraphCtx:
     def mark_non_differentiable(self, *outputs) -> None:
         pass
 
+
+class _OpNoGraphCtx:
+    """The ctx of a built-in op's forward when no graph is recorded: one shared
+    instance that saves nothing and forgets what forward sets on it (Op forwards
+    never read back their ctx attributes; user Functions get a _NoGraphCtx each)."""
+
+    __slots__ = ()
+    needs_input_grad = ()
+
+    def save_for_backward(self, *mats) -> None:
+        pass
+
+    def mark_non_differentiable(self, *outputs) -> None:
+        pass
+
+    def __setattr__(self, name, value) -> None:
+        pass
+
+
+_OP_NO_GRAPH = _OpNoGraphCtx()
 
 _NO_EDGE = (None, 0)
 
@@ -353,16 +263,13 @@ class Function:
             out = cls.forward(ctx, *args, **kwargs)
         finally:
             state.grad_enabled = prev
-        single = out.__class__ is not tuple
-        outs = (out,) if single else out
-        for o in outs:
+        for o in out if out.__class__ is tuple else (out,):
             if o is not None and not isinstance(o, Tensor):
                 raise TypeError(
                     f"{cls.__name__}.forward must return Tensors (or a tuple of "
                     f"them), got {type(o).__name__}"
                 )
-        mats = tuple(None if o is None else o._impl.data for o in outs)
-        return _finish(cls, ctx if record else None, args, impls, outs, mats, single)
+        return _finish(cls, ctx if record else None, args, impls, out)
 
 
 class Op(Function):
@@ -401,35 +308,28 @@ class Op(Function):
                 impls.append(None)
                 mats.append(a)
         if record and state.grad_enabled:
-            node = _new_node(cls, impls)
-            try:
-                out = cls.forward(node, *mats, **kwargs)
-            except ValueError as exc:
-                raise _shape_error(cls, exc, impls) from None
-            if out.__class__ is tuple or node._non_diff is not None:
-                outs = out if out.__class__ is tuple else (out,)
-                return _finish(cls, node, mats, impls, outs, outs, out.__class__ is not tuple)
-            # one output (the common case), inlined from _finish
-            diff = out.array.dtype.kind == "f"
-            impl = TensorImpl(out, diff)
-            if diff:
-                impl.grad_fn = node
-            if node._to_save:
-                _resolve_saved(cls, node, mats, impls, (out,), (out,))
-        else:
-            # No graph: every backward without create_graph runs its ops here.
-            try:
-                out = cls.forward(_NoGraphCtx(), *mats, **kwargs)
-            except ValueError as exc:
-                raise _shape_error(cls, exc, impls) from None
-            if out.__class__ is tuple:
-                return tuple([None if m is None else _plain(m) for m in out])
-            impl = TensorImpl(out, False)
-        res = Tensor.__new__(Tensor)
-        res._impl = impl
-        if cls._view_op:
-            _mark_view(impl, impls, (cls, tuple(mats[1:]), kwargs))
-        return res
+            node = ctx = _new_node(cls, impls)
+        else:  # no graph: every backward without create_graph runs its ops here
+            node = None
+            ctx = _OP_NO_GRAPH
+        # NumPy's floating-point errors quiet, as torch (see nnkit.backends.fp_errors)
+        token = _fp_get() is not _FP_QUIET and _fp_set(_FP_QUIET)
+        try:
+            out = cls.forward(ctx, *mats, **kwargs)
+        except ValueError as exc:
+            raise _shape_error(cls, exc, impls) from None
+        finally:
+            if token:
+                _fp_reset(token)
+        if node is None and out.__class__ is not tuple:
+            # no graph, one output (every op of a backward without create_graph): a
+            # plain Tensor, built here rather than in _finish to spare a call
+            res = Tensor.__new__(Tensor)
+            res._impl = impl = TensorImpl(out, False)
+            if cls._view_op:
+                _mark_view(impl, impls, (cls, tuple(mats[1:]), kwargs))
+            return res
+        return _finish(cls, node, mats, impls, out, kwargs)
 
 
 _SHAPE_WORDS = ("shape", "dimension", "axis", "axes", "size", "concatenat", "mismatch")
@@ -514,11 +414,34 @@ def _check_devices(cls, mats) -> None:
             )
 
 
-def _finish(cls, node, args, impls, outs, mats, single):
-    """Wrap outputs; with a node, connect them to it and resolve the saved tensors."""
+def _finish(cls, node, args, impls, out, kwargs=None):
+    """Wrap what ``forward`` returned as Tensors: the one path of ``Function.apply``
+    and ``Op.apply``.
+
+    ``out`` is a Mat or a tuple of Mats (an Op), a Tensor or a tuple of Tensors (a user
+    Function). With a node, the outputs are connected to it and the saved tensors
+    resolved.
+    """
+    mat_forward = cls._mat_forward
+    if out.__class__ is not tuple and mat_forward and node is not None and node._non_diff is None:
+        # one Mat with a graph (the common case), without the tuple bookkeeping below
+        diff = out.kind == "f"
+        impl = TensorImpl(out, diff)
+        if diff:
+            impl.grad_fn = node
+        if node._to_save:
+            _resolve_saved(cls, node, args, impls, (out,), (out,))
+        res = Tensor.__new__(Tensor)
+        res._impl = impl
+        if cls._view_op:
+            _mark_view(impl, impls, (cls, tuple(args[1:]), kwargs))
+        return res
+    single = out.__class__ is not tuple
+    outs = (out,) if single else out
+    mats = outs if mat_forward else tuple([None if o is None else o._impl.data for o in outs])
     if node is None:
         res = tuple([None if m is None else _plain(m) for m in mats])
-        if not cls._mat_forward:
+        if not mat_forward:
             for r in res:
                 if r is not None:
                     _mark_view(r._impl, impls, None)
@@ -529,11 +452,11 @@ def _finish(cls, node, args, impls, outs, mats, single):
         if m is None:
             results.append(None)
             continue
-        diff = m.array.dtype.kind == "f"
+        diff = m.kind == "f"
         if non_diff and any(d is m or d is outs[k] for d in non_diff):
             diff = False
         impl = TensorImpl(m, diff)
-        if not cls._mat_forward:
+        if not mat_forward:
             _mark_view(impl, impls, None)
         if diff:
             impl.grad_fn = node
@@ -586,5 +509,5 @@ def _saved_for(cls, obj, args, impls, outs, mats) -> SavedTensor:
         )
     for k, (o, m) in enumerate(zip(outs, mats)):
         if o is obj or m is obj:  # output_nr -1: a non-differentiable output
-            return SavedTensor(mat, None, None, k if m.array.dtype.kind == "f" else -1, "output")
+            return SavedTensor(mat, None, None, k if m.kind == "f" else -1, "output")
     return SavedTensor(mat, None, None, 0, "const")

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnkit.autograd.engine import run_backward
+from nnkit.autograd.factories import tensor, zeros, zeros_like
 from nnkit.autograd.grad_mode import enable_grad, no_grad
+from nnkit.autograd.tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -19,9 +22,20 @@ class GradcheckError(AssertionError):
     """Raised when analytic and numerical gradients disagree."""
 
 
-def _outputs(fn, inputs):
-    from nnkit.autograd.tensor import Tensor
+def _grad(outputs, inputs, grad_outputs, create_graph=False, allow_unused=False):
+    """``nnkit.autograd.grad`` (the engine's capture mode)."""
+    return run_backward(
+        list(outputs),
+        list(grad_outputs),
+        None,
+        create_graph,
+        list(inputs),
+        capture=True,
+        allow_unused=allow_unused,
+    )
 
+
+def _outputs(fn, inputs):
     out = fn(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return [o for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point]
@@ -36,8 +50,6 @@ def _weighted_sum(outs, weights):
 
 
 def _diff_inputs(inputs):
-    from nnkit.autograd.tensor import Tensor
-
     idx = [k for k, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     for k in idx:
         if inputs[k].dtype.name != "float64":
@@ -88,9 +100,6 @@ def gradcheck(
         >>> gradcheck(lambda t: (t * t).sum(), (x,))
         True
     """
-    from nnkit.autograd import grad as autograd_grad
-    from nnkit.autograd.factories import tensor
-
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     diff = _diff_inputs(inputs)
     if not diff:
@@ -100,7 +109,7 @@ def gradcheck(
     weights = [tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device) for o in outs]
     diff_outs = [(o, w) for o, w in zip(outs, weights) if o.requires_grad]
     if diff_outs:
-        analytic = autograd_grad(
+        analytic = _grad(
             [o for o, _ in diff_outs],
             [inputs[k] for k in diff],
             [w for _, w in diff_outs],
@@ -129,8 +138,6 @@ def gradcheck(
 
 
 def _check_full(fn, inputs, weights, k, analytic, eps, atol, rtol, rng, n_dir):
-    from nnkit.autograd.factories import zeros
-
     x = inputs[k]
     numerical = np.zeros(x.shape)
     flat = numerical.reshape(-1)
@@ -154,8 +161,6 @@ def _check_full(fn, inputs, weights, k, analytic, eps, atol, rtol, rng, n_dir):
 
 
 def _check_directional(fn, inputs, weights, k, analytic, eps, atol, rtol, rng, n_dir):
-    from nnkit.autograd.factories import tensor
-
     x = inputs[k]
     for _ in range(n_dir):
         d = rng.standard_normal(x.shape)
@@ -192,9 +197,6 @@ def gradgradcheck(
     Returns:
         True when the second derivatives agree.
     """
-    from nnkit.autograd import grad as autograd_grad
-    from nnkit.autograd.factories import tensor, zeros_like
-
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     diff = _diff_inputs(inputs)
     rng = np.random.default_rng(seed)
@@ -221,7 +223,7 @@ def gradgradcheck(
         pairs = [(y, v) for y, v in zip(ys, vs) if y.requires_grad]
         if not pairs:
             return tuple(zeros_like(xs[k]) for k in diff)
-        gs = autograd_grad(
+        gs = _grad(
             [y for y, _ in pairs],
             [xs[k] for k in diff],
             [v for _, v in pairs],

@@ -6,15 +6,15 @@ families in :mod:`nnkit.autograd.ops` at the bottom of this file, in one block.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
 
-from nnkit.autograd import function as _function
-from nnkit.autograd.function import RemovableHandle
+from nnkit.autograd.handles import RemovableHandle
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["Tensor", "TensorImpl"]
+__all__ = ["Tensor", "TensorImpl", "AccumulateGrad", "grad_edge", "leaf_alias"]
 
 
 class TensorImpl:
@@ -42,6 +42,61 @@ class TensorImpl:
         self.grad_fn = None
         self.requires_grad = requires_grad
         self.output_nr = 0
+
+
+class AccumulateGrad:
+    """The graph node of a leaf: accumulates incoming gradients into its ``.grad``."""
+
+    __slots__ = ("impl", "next_functions", "__weakref__")
+    _n_outputs = 1
+    _released = False
+    pre_hooks = retained = post_hooks = None
+
+    def __init__(self, impl: TensorImpl) -> None:
+        self.impl = impl
+        self.next_functions = ()
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    @property
+    def variable(self) -> "Tensor":
+        return Tensor._wrap(self.impl)
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+_grad_acc_lock = threading.Lock()
+
+
+def grad_edge(impl: TensorImpl):
+    """The ``(node, output_nr)`` edge that gradients for ``impl`` flow into."""
+    fn = impl.grad_fn
+    if fn is not None:
+        return (fn, impl.output_nr)
+    ref = impl._grad_acc
+    acc = ref() if ref is not None else None
+    if acc is None:
+        with _grad_acc_lock:  # two threads must not make two nodes for one leaf
+            ref = impl._grad_acc
+            acc = ref() if ref is not None else None
+            if acc is None:
+                acc = AccumulateGrad(impl)
+                impl._grad_acc = weakref.ref(acc)
+    return (acc, 0)
+
+
+def leaf_alias(mat, leaf: TensorImpl) -> TensorImpl:
+    """A TensorImpl over ``mat`` whose gradients reach the leaf ``leaf``'s accumulator.
+
+    Used where the engine or a saved-tensor hook hands out another handle on a leaf;
+    the accumulator is held strongly (a weak reference from a new impl would die).
+    """
+    impl = TensorImpl(mat, True)
+    acc = grad_edge(leaf)[0]
+    impl._grad_acc = lambda: acc
+    return impl
 
 
 class Tensor:
@@ -84,11 +139,11 @@ class Tensor:
     def _wrap_shared(cls, t: "Tensor") -> "Tensor":
         """Another handle on ``t``'s memory (a second Mat), keeping its graph position."""
         src = t._impl
-        m = src.data._view(src.data.array)
+        m = src.data.alias()
         if src.grad_fn is None and src.requires_grad:
             # An alias of a leaf must feed the leaf's own accumulator (else gradients
             # reaching the alias, e.g. with create_graph, are lost).
-            return cls._wrap(_function.leaf_alias(m, src))
+            return cls._wrap(leaf_alias(m, src))
         impl = TensorImpl(m, src.requires_grad)
         impl.grad_fn = src.grad_fn
         impl.output_nr = src.output_nr
@@ -97,11 +152,11 @@ class Tensor:
     # ------------------------------------------------------------- properties
     @property
     def shape(self) -> tuple:
-        return self._impl.data.array.shape
+        return self._impl.data.shape
 
     @property
     def dtype(self) -> _dt.DType:
-        return _dt.from_np(self._impl.data.array.dtype)
+        return _dt.from_np(self._impl.data.dtype)
 
     @property
     def device(self):
@@ -109,7 +164,7 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return self._impl.data.array.ndim
+        return self._impl.data.ndim
 
     @property
     def is_cuda(self) -> bool:
@@ -117,24 +172,24 @@ class Tensor:
 
     @property
     def itemsize(self) -> int:
-        return self._impl.data.array.itemsize
+        return self._impl.data.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._impl.data.array.nbytes
+        return self._impl.data.nbytes
 
     def dim(self) -> int:
-        return self._impl.data.array.ndim
+        return self._impl.data.ndim
 
     def numel(self) -> int:
-        return self._impl.data.array.size
+        return self._impl.data.size
 
     def element_size(self) -> int:
-        return self._impl.data.array.itemsize
+        return self._impl.data.itemsize
 
     def size(self, dim: int | None = None):
         """The shape, or the length of dimension ``dim``."""
-        shape = self._impl.data.array.shape
+        shape = self._impl.data.shape
         if dim is None:
             return shape
         return shape[_wrap_dim(dim, len(shape), "size")]
@@ -147,7 +202,7 @@ class Tensor:
         return self._impl.data.is_contiguous()
 
     def is_floating_point(self) -> bool:
-        return self._impl.data.array.dtype.kind == "f"
+        return self._impl.data.kind == "f"
 
     def _version(self) -> int:
         return self._impl.data.storage.version
@@ -176,7 +231,7 @@ class Tensor:
                     "use detach() to get a tensor that does not require grad"
                 )
             return self
-        if requires_grad and impl.data.array.dtype.kind != "f":
+        if requires_grad and impl.data.kind != "f":
             raise RuntimeError(
                 f"only tensors of floating point dtype can require gradients, got {self.dtype}"
             )
@@ -330,10 +385,10 @@ class Tensor:
         return a.copy() if copy else a
 
     def __dlpack__(self, *args, **kwargs):
-        return self._impl.data.array.__dlpack__(*args, **kwargs)
+        return self._impl.data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self._impl.data.array.__dlpack_device__()
+        return self._impl.data.__dlpack_device__()
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
@@ -397,10 +452,6 @@ class Tensor:
         )
 
 
-_function.Tensor = Tensor
-_function.TensorImpl = TensorImpl
-
-
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     n = max(ndim, 1)
     if not -n <= dim < n:
@@ -419,6 +470,7 @@ def ones_like(t: Tensor) -> Tensor:
 def _install_methods() -> None:
     """Install the operators and methods of Tensor from the op families, in one block."""
     from nnkit.autograd import ops
+    from nnkit.autograd.ops import arithmetic as ar
     from nnkit.autograd.ops import discrete as dc
     from nnkit.autograd.ops import elementwise as ew
     from nnkit.autograd.ops import indexing as ix
@@ -426,13 +478,13 @@ def _install_methods() -> None:
     for name in ops.TENSOR_METHODS:
         setattr(Tensor, name, getattr(ops, name))
     binary = {
-        "add": ew.add,
-        "sub": ew.sub,
-        "mul": ew.mul,
-        "truediv": ew.div,
+        "add": ar.add,
+        "sub": ar.sub,
+        "mul": ar.mul,
+        "truediv": ar.div,
         "floordiv": dc.floor_divide,
         "mod": dc.remainder,
-        "pow": ew.pow,
+        "pow": ar.pow,
         "matmul": ops.matmul,
         "and": dc.bitwise_and,
         "or": dc.bitwise_or,
@@ -445,7 +497,7 @@ def _install_methods() -> None:
     Tensor.__isub__ = ops.sub_
     Tensor.__imul__ = ops.mul_
     Tensor.__itruediv__ = ops.div_
-    Tensor.__neg__ = ew.neg
+    Tensor.__neg__ = ar.neg
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = ew.abs
     Tensor.__invert__ = dc.bitwise_not
@@ -455,6 +507,24 @@ def _install_methods() -> None:
     Tensor.__setitem__ = ix.setitem
     Tensor.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
     Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+    Tensor.H = property(_adjoint("H", (0, 2)))  # real tensors: the conjugate is a no-op
+    Tensor.mH = property(_adjoint("mH", None))
+
+
+def _adjoint(name, ndims):
+    """``x.H`` (a matrix, or a 0-d tensor) / ``x.mH`` (matrices): the (batched) conjugate
+    transpose, which for nnkit's real tensors is the transpose, as in torch."""
+    from nnkit.autograd.ops.shape import transpose
+
+    def get(self):
+        if self.ndim == 0:
+            return self
+        if (ndims is not None and self.ndim not in ndims) or self.ndim < 2:
+            what = "matrices (2-D tensors)" if ndims else "matrices or batches of matrices"
+            raise ValueError(f"tensor.{name} is only supported on {what}, got {self.ndim}-D")
+        return transpose(self, -2, -1)
+
+    return get
 
 
 def _comparison(fn):

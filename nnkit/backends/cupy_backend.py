@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnkit.backends.device import Device
+from nnkit.backends.device import Device, device
 from nnkit.backends.mat import ArrayMat
 
 try:  # guarded import, as Chainer's backends/cuda.py does
@@ -55,8 +55,6 @@ class CupyMat(ArrayMat):
 
     @property
     def device(self) -> Device:
-        from nnkit.backends.device import device
-
         return device(f"cuda:{self.array.device.id}")
 
     def to_numpy(self) -> np.ndarray:
@@ -64,7 +62,7 @@ class CupyMat(ArrayMat):
 
     @staticmethod
     def _writable(a) -> bool:
-        return True  # CuPy arrays have no read-only flag; owns_memory checks overlap
+        return True  # CuPy arrays have no read-only flag
 
     def item(self):
         return self.array.item()

@@ -17,18 +17,23 @@ Conventions:
 
 from __future__ import annotations
 
-from sys import getrefcount
+from itertools import count
 
 import numpy as np
 
 from nnkit.backends.creation import MatCreationMixin
+from nnkit.backends.device import get_mat_class
 from nnkit.backends.index_kernels import IndexKernelsMixin
-from nnkit.backends.nn_kernels import NNKernelsMixin
+from nnkit.backends.nn_kernels import NNKernelsMixin, erf_array
 from nnkit.backends.order_kernels import OrderKernelsMixin
 from nnkit.backends.special_kernels import SpecialKernelsMixin
 from nnkit.backends.storage import Storage
 
-__all__ = ["ArrayMat"]
+__all__ = ["ArrayMat", "next_serial"]
+
+#: The next creation stamp (thread-safe): every Mat takes one when made, so a Mat whose
+#: ``serial`` exceeds a stamp drawn earlier was made after that moment.
+next_serial = count(1).__next__
 
 
 class ArrayMat(
@@ -36,7 +41,9 @@ class ArrayMat(
 ):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 
-    __slots__ = ("array", "_storage", "__weakref__")
+    # shape and dtype are read on every op: kept as plain attributes (an array's shape
+    # and dtype never change once it is wrapped), not properties over the array.
+    __slots__ = ("array", "_storage", "serial", "shape", "dtype", "__weakref__")
     xp = np
     device = None  # set by subclasses
     multi_device = False  # True where Mats of one class may live on different devices
@@ -44,6 +51,10 @@ class ArrayMat(
     def __init__(self, array, storage: Storage | None = None) -> None:
         self.array = array
         self._storage = storage
+        self.shape = array.shape
+        self.dtype = array.dtype
+        # Creation stamp (see next_serial); 0 marks a Mat shared from the start (a cache).
+        self.serial = next_serial()
 
     @property
     def storage(self) -> Storage:
@@ -73,14 +84,20 @@ class ArrayMat(
     def wrap(cls, array) -> "ArrayMat":
         return cls(array)
 
+    def alias(self) -> "ArrayMat":
+        """Another Mat over this Mat's memory (sharing its Storage, as a view does)."""
+        return self._view(self.array)
+
     # --------------------------------------------------------------- properties
     @property
-    def shape(self) -> tuple:
-        return self.array.shape
+    def kind(self) -> str:
+        """The dtype's category: ``'f'`` floating, ``'i'`` signed integer, ``'u'``
+        unsigned integer, ``'b'`` bool (NumPy's ``dtype.kind``)."""
+        return self.dtype.kind
 
     @property
-    def dtype(self):
-        return self.array.dtype
+    def itemsize(self) -> int:
+        return self.array.itemsize
 
     @property
     def ndim(self) -> int:
@@ -106,36 +123,38 @@ class ArrayMat(
     def is_view_of(self, other: "ArrayMat") -> bool:
         return self.storage is other.storage
 
-    def owns_memory(self) -> bool:
-        """Whether no other Mat or array can see this Mat's memory, and it is writable.
+    def same_kind_as(self, other) -> bool:
+        """Whether ``other`` has this Mat's shape, dtype and class (device kind)."""
+        return (
+            self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.__class__ is other.__class__
+        )
 
-        Reference counts tell: Mats sharing memory share the Storage, and an array
-        viewing another holds it as its ``base`` (NumPy and CuPy point every view at
-        the owner of the memory). A view whose owner nothing else holds (a reshape of
-        a fresh result) qualifies. The autograd engine uses this to reuse gradient
-        buffers; the caller vouches that nothing else holds this Mat.
+    def is_unaliased(self) -> bool:
+        """Whether no other Mat can reach this Mat's memory: it never handed out a
+        Storage (made when a view is taken or the memory is written in place), its array
+        views no other array, and it is writable.
+
+        This says nothing about who holds the Mat itself: only its owner can vouch for
+        that. The autograd engine reuses a gradient buffer in place only when it owns
+        the Mat (it allocated it and never handed it out) and the Mat is unaliased.
         """
         a = self.array
-        if not self._writable(a):
-            return False
+        return self._storage is None and a.base is None and self._writable(a)
+
+    def accumulate_(self, other) -> "ArrayMat":
+        """``self += other`` for a buffer only its owner sees (see :meth:`is_unaliased`).
+
+        Unlike :meth:`iadd` it makes no Storage just to count the write: a Mat without
+        one was never viewed nor saved at a version, so nobody can observe the change.
+        """
+        a = self.array
+        self.xp.add(a, other.array, out=a, casting="unsafe")
         s = self._storage
-        # references to a: self.array, the local, the argument (and s.buffer); to s:
-        # self._storage, the local, the argument; to base: a.base, the local, the
-        # argument.
-        if getrefcount(a) != (3 if s is None else 4) or (s is not None and getrefcount(s) != 3):
-            return False
-        base = a.base
-        if base is None:
-            return True
-        # A view: its owner must be held by nothing else, and the view must not overlap
-        # itself (as a broadcast or as_strided view may): contiguous views cannot.
-        flags = a.flags
-        return (
-            isinstance(base, self.xp.ndarray)
-            and base.base is None
-            and getrefcount(base) == 3
-            and (flags.c_contiguous or flags.f_contiguous)
-        )
+        if s is not None:
+            s.version += 1
+        return self
 
     @staticmethod
     def _writable(a) -> bool:
@@ -148,6 +167,12 @@ class ArrayMat(
 
     def item(self):
         return self.array.item()
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.array.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
 
     def tolist(self):
         return self.array.tolist()
@@ -224,6 +249,8 @@ class ArrayMat(
         a = self.array
         if a.dtype.kind == "f":  # NaN has sign 0, as in torch (xp.sign gives NaN)
             return self._new((a > 0).astype(a.dtype) - (a < 0).astype(a.dtype))
+        if a.dtype.kind == "b":  # a bool is its own sign (torch); xp.sign has no bool loop
+            return self._new(a.copy())
         return self._new(self.xp.sign(a))
 
     def reciprocal(self):
@@ -480,7 +507,8 @@ class ArrayMat(
         return self._view(v)
 
     def flip(self, axis):
-        return self._view(self.xp.flip(self.array, axis))
+        """A contiguous copy reversed along ``axis`` (torch's flip copies; not a view)."""
+        return self._new(self.xp.flip(self.array, axis).copy())
 
     # ---------------------------------------------------------------- in place
     # Each writes into this Mat's memory and bumps its Storage's version.
@@ -529,8 +557,6 @@ class ArrayMat(
     # ------------------------------------------------------------------ devices
     def to_device(self, device):
         """This Mat's values on ``device`` (self when already there)."""
-        from nnkit.backends.device import get_mat_class
-
         if device == self.device:
             return self
         cls = get_mat_class(device)
@@ -557,6 +583,4 @@ def _count(shape, axis) -> int:
 
 def _erf_approx(xp, x):
     # Array modules without a special.erf use the vectorised Cephes kernel.
-    from nnkit.backends.nn_kernels import erf_array
-
     return erf_array(xp, x)

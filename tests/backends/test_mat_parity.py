@@ -158,8 +158,17 @@ def _exercise(M, dev):
     assert a.dtype == np.float64 and a.strides == (3, 1)
     assert a.is_contiguous() and not a.transpose((1, 0)).is_contiguous()
     assert a.transpose((1, 0)).is_view_of(a) and not a.copy().is_view_of(a)
-    assert not a.transpose((1, 0)).owns_memory()
-    assert a.copy().owns_memory() or dev.type != "cpu"  # simulated arrays are views
+    assert not a.transpose((1, 0)).is_unaliased()  # views a's memory
+    c = a.copy()
+    assert c.is_unaliased() or dev.type != "cpu"  # simulated arrays are views
+    assert c.alias().is_view_of(c) and not c.is_unaliased()  # handed out a Storage
+    assert a.kind == "f" and M.scalar(3, np.int64).kind == "i" and a.itemsize == 8
+    assert a.same_kind_as(a.copy()) and not a.same_kind_as(a.transpose((1, 0)))
+    assert not a.same_kind_as(a.astype(np.float32))
+    d = a.copy()
+    assert d.serial < a.copy().serial  # creation stamps grow
+    assert d.accumulate_(a) is d and d.version == 0  # no Storage made to count it
+    _close(d, 2 * an)
     assert a.copy().version == 0
     assert M.scalar(3, np.int64).item() == 3 and a.tolist() == an.tolist()
     assert a.astype(np.float64) is a and a.astype(np.float32).dtype == np.float32
@@ -236,18 +245,19 @@ def _exercise(M, dev):
         (a.getitem((0, slice(None, None, 2))), an[0, ::2]),
         (M.from_host(an[:1]).expand((4, 3)), np.broadcast_to(an[:1], (4, 3))),
         (a.as_strided((2, 2), (1, 1)), np.lib.stride_tricks.as_strided(an, (2, 2), (8, 8))),
-        (a.flip(0), an[::-1]),
     ):
         _close(v, want)
     for v in (
         a.reshape((3, 2)),
         a.transpose((1, 0)),
         a.swapaxes(0, 1),
-        a.flip(1),
         a.getitem((slice(None), 1)),
         a.as_strided((2,), (1,)),
     ):
         assert v.storage is a.storage
+    flipped = a.flip(0)  # a contiguous copy, as torch's flip
+    _close(flipped, an[::-1])
+    assert flipped.storage is not a.storage and flipped.is_contiguous()
     noncontig = a.transpose((1, 0)).reshape((6,))  # needs a copy
     assert noncontig.storage is not a.storage
     _close(noncontig, an.T.reshape(6))
@@ -393,7 +403,6 @@ def test_views_share_storage_and_version(device):
         a.transpose((1, 0)),
         a.getitem((slice(None), 1)),
         a.expand((2, 2, 3)),
-        a.flip(0),
         a.swapaxes(0, 1),
     ]
     assert isinstance(a.storage, Storage)
