@@ -31,7 +31,7 @@ from nnkit import layers as L
 
 mode, path = sys.argv[1], sys.argv[2]
 nnkit.manual_seed(0)
-model = L.Sequential(*[L.Linear(2560, 2560) for _ in range(4)])
+model = nnkit.Sequential(*[L.Linear(2560, 2560) for _ in range(4)])
 arrays = {k: v.numpy() for k, v in model.state_dict().items()}
 nbytes = sum(a.nbytes for a in arrays.values())
 if mode.endswith("load") and not os.path.exists(path):

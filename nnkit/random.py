@@ -36,8 +36,10 @@ def manual_seed(seed: int) -> np.random.Generator:
         The (re-seeded) global ``numpy.random.Generator``.
 
     Example:
-        >>> nnkit.manual_seed(0); a = nnkit.rand(3)
-        >>> nnkit.manual_seed(0); b = nnkit.rand(3)   # a equals b
+        >>> _ = nnkit.manual_seed(0); a = nnkit.rand(3)
+        >>> _ = nnkit.manual_seed(0); b = nnkit.rand(3)
+        >>> nnkit.equal(a, b)
+        True
     """
     global _initial_seed
     seed = int(seed)
@@ -50,34 +52,76 @@ def manual_seed(seed: int) -> np.random.Generator:
 
 
 def seed() -> int:
-    """Seed the global generator from OS entropy and return the seed used."""
+    """Seed the global generator from OS entropy and return the seed used.
+
+    Returns:
+        The seed, a non-negative int (what :func:`initial_seed` returns from now on).
+    """
     s = int(np.random.SeedSequence().entropy % (2**63))
     manual_seed(s)
     return s
 
 
 def initial_seed() -> int:
-    """The seed last given to :func:`manual_seed` (or drawn at import)."""
+    """The seed last given to :func:`manual_seed` (or drawn at import).
+
+    Returns:
+        The seed, an int.
+
+    Example:
+        >>> _ = nnkit.manual_seed(42)
+        >>> nnkit.initial_seed()
+        42
+    """
     return _initial_seed
 
 
 def default_generator() -> np.random.Generator:
-    """The global ``numpy.random.Generator`` every nnkit random op draws from."""
+    """The global ``numpy.random.Generator`` every nnkit random op draws from.
+
+    Returns:
+        The generator itself (not a copy): drawing from it advances nnkit's state.
+    """
     return _generator
 
 
 def get_rng_state() -> dict:
-    """A copy of the global generator's state (a plain dict, safe to store)."""
+    """A copy of the global generator's state (a plain dict, safe to store).
+
+    Returns:
+        The ``bit_generator.state`` dict of the PCG64 generator.
+
+    Example:
+        >>> state = nnkit.get_rng_state()
+        >>> a = nnkit.rand(2)
+        >>> nnkit.set_rng_state(state)
+        >>> nnkit.equal(nnkit.rand(2), a)
+        True
+    """
     return _generator.bit_generator.state
 
 
 def set_rng_state(state: dict) -> None:
-    """Restore a state returned by :func:`get_rng_state`."""
+    """Restore a state returned by :func:`get_rng_state`.
+
+    Args:
+        state: the dict returned by :func:`get_rng_state`.
+    """
     _generator.bit_generator.state = state
 
 
 class fork_rng:
-    """Context manager that restores the global random state on exit."""
+    """Context manager that restores the global random state on exit.
+
+    Example:
+        >>> from nnkit.random import fork_rng
+        >>> with fork_rng():
+        ...     _ = nnkit.rand(3)          # draws that do not disturb the caller's stream
+        >>> a = nnkit.rand(2)
+        >>> _ = nnkit.manual_seed(0)
+        >>> nnkit.equal(nnkit.rand(2), a)
+        True
+    """
 
     def __enter__(self):
         self._state = get_rng_state()

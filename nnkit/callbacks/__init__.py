@@ -1,10 +1,18 @@
 """Callbacks of ``Model.fit``/``evaluate``/``predict`` (Keras names and hooks).
 
 Example:
+    >>> import os, tempfile
     >>> from nnkit.callbacks import EarlyStopping, ModelCheckpoint
-    >>> model.fit(x, y, epochs=50, validation_split=0.1,
-    ...           callbacks=[EarlyStopping(patience=3, restore_best_weights=True),
-    ...                      ModelCheckpoint("best.h5", save_best_only=True)])
+    >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+    >>> model = nnkit.Sequential(nn.Linear(4, 2))
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> tmp = tempfile.mkdtemp()
+    >>> callbacks = [EarlyStopping(patience=1, restore_best_weights=True),
+    ...              ModelCheckpoint(os.path.join(tmp, "best.h5"), save_best_only=True)]
+    >>> history = model.fit(x, y, epochs=3, validation_split=0.25, verbose=0,
+    ...                     callbacks=callbacks)
+    >>> history.epoch, os.listdir(tmp)
+    ([0, 1, 2], ['best.h5'])
 """
 
 from nnkit.callbacks.backup_and_restore import BackupAndRestore

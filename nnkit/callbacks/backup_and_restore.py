@@ -8,7 +8,15 @@ import re
 import warnings
 from typing import Any
 
+from nnkit.autograd.ops import isfinite
 from nnkit.callbacks.callback import Callback
+from nnkit.io import (
+    CheckpointError,
+    load_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+    verify_checkpoint,
+)
 
 __all__ = ["BackupAndRestore"]
 
@@ -60,8 +68,18 @@ class BackupAndRestore(Callback):
             ``'epoch'`` nor a positive integer.
 
     Example:
-        >>> backup = BackupAndRestore("runs/mlp/backup", save_freq=100)
-        >>> model.fit(x, y, epochs=20, callbacks=[backup])   # rerun the script to resume
+        >>> import os, tempfile
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> backup_dir = os.path.join(tempfile.mkdtemp(), "backup")
+        >>> backup = BackupAndRestore(backup_dir, save_freq=1, delete_checkpoint=False)
+        >>> _ = model.fit(x, y, epochs=2, batch_size=8, verbose=0, callbacks=[backup])
+        >>> os.listdir(backup_dir)
+        ['backup-0000000004.h5']
+        >>> _ = model.fit(x, y, epochs=2, batch_size=8, verbose=0, callbacks=[backup])
+        >>> os.path.basename(backup.restored_from)   # rerunning the script resumes
+        'backup-0000000004.h5'
     """
 
     # Runs after every other callback in every hook (see CallbackList): the backup is
@@ -99,7 +117,14 @@ class BackupAndRestore(Callback):
     # ------------------------------------------------------------------ files
     @staticmethod
     def backups(backup_dir: str | os.PathLike) -> list[str]:
-        """The backup files in ``backup_dir``, newest first (none: an empty list)."""
+        """The backup files in ``backup_dir``, newest first (none: an empty list).
+
+        Args:
+            backup_dir: the directory.
+
+        Returns:
+            The paths, newest first.
+        """
         directory = os.fspath(backup_dir)
         try:
             names = os.listdir(directory)
@@ -118,14 +143,18 @@ class BackupAndRestore(Callback):
 
         A damaged newer backup is renamed ``<name>.damaged`` (kept for inspection, out
         of the rotation), with a ``RuntimeWarning`` naming it.
-        """
-        from nnkit import io
 
+        Args:
+            backup_dir: the directory.
+
+        Returns:
+            The path, or None.
+        """
         for path in cls.backups(backup_dir):
             try:
-                io.verify_checkpoint(path)
+                verify_checkpoint(path)
                 return path
-            except (io.CheckpointError, OSError) as err:
+            except (CheckpointError, OSError) as err:
                 with contextlib.suppress(OSError):
                     os.replace(path, path + ".damaged")
                 warnings.warn(
@@ -139,18 +168,16 @@ class BackupAndRestore(Callback):
 
     # --------------------------------------------------------------- restore
     def on_train_begin(self, logs: dict | None = None) -> None:
-        from nnkit import io
-
         self.restored_from = self.restored_epoch = None
         path = self.restore_from
         if path is None and self._search_backup_dir:
             path = self.latest(self.backup_dir)
         if path is None:
             return
-        meta = io.read_checkpoint(path, sections=["extra"])
+        meta = read_checkpoint(path, sections=["extra"])
         progress = (meta.get("extra") or {}).get("fit")
         if not isinstance(progress, dict):
-            raise io.CheckpointError(
+            raise CheckpointError(
                 f"{path} holds no training progress (extra/fit): it was "
                 "not written by BackupAndRestore or nnkit train"
             )
@@ -172,10 +199,8 @@ class BackupAndRestore(Callback):
             state.after_epoch_begin = lambda: self._restore(path)
 
     def _restore(self, path: str) -> None:
-        from nnkit import io
-
         state = self.model._fit_state
-        info = io.load_checkpoint(
+        info = load_checkpoint(
             path,
             model=self.model,
             optimizer=self.model.optimizer,
@@ -202,10 +227,8 @@ class BackupAndRestore(Callback):
         return state is None or state.is_chief
 
     def _finite(self) -> bool:
-        import nnkit
-
         return all(
-            bool(nnkit.isfinite(t).all())
+            bool(isfinite(t).all())
             for t in self.model.state_dict().values()
             if t.is_floating_point()
         )
@@ -224,8 +247,6 @@ class BackupAndRestore(Callback):
         Returns:
             The file written, or None (not rank 0, or non-finite weights).
         """
-        from nnkit import io
-
         state = self.model._fit_state
         progress = state.progress()  # in a data-parallel run, a collective on every rank
         if not self._is_chief():
@@ -243,7 +264,7 @@ class BackupAndRestore(Callback):
             path = os.path.join(self.backup_dir, _backup_name(state.global_step, state.epoch_done))
         path = os.fspath(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        io.save_checkpoint(
+        save_checkpoint(
             path,
             model=self.model,
             optimizer=self.model.optimizer,

@@ -35,8 +35,13 @@ class Callback(Configurable):
     Example:
         >>> class PrintLoss(Callback):
         ...     def on_epoch_end(self, epoch, logs=None):
-        ...         print(epoch, logs["loss"])
-        >>> model.fit(x, y, callbacks=[PrintLoss()])
+        ...         print(epoch, round(logs["loss"], 4))
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> _ = model.fit(x, y, epochs=2, verbose=0, callbacks=[PrintLoss()])
+        0 1.2616
+        1 1.2485
     """
 
     rank_zero_only = False
@@ -46,11 +51,19 @@ class Callback(Configurable):
         self.params: dict[str, Any] = {}
 
     def set_model(self, model: Any) -> None:
-        """Attach the model (called by the training loop)."""
+        """Attach the model (called by the training loop).
+
+        Args:
+            model: the model.
+        """
         self.model = model
 
     def set_params(self, params: dict[str, Any]) -> None:
-        """Receive the loop's parameters (``verbose``, ``epochs``, ``steps``)."""
+        """Receive the loop's parameters (``verbose``, ``epochs``, ``steps``).
+
+        Args:
+            params: the parameters.
+        """
         self.params = params
 
     def on_train_begin(self, logs: dict | None = None) -> None:

@@ -30,8 +30,17 @@ class CallbackList(Callback):
         TypeError: if an item is not a :class:`Callback`.
 
     Example:
-        >>> cbs = CallbackList([EarlyStopping()], add_history=True, model=model, epochs=5)
+        >>> from nnkit.callbacks import EarlyStopping
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> cbs = CallbackList([EarlyStopping(monitor="loss")], add_history=True, model=model,
+        ...                    epochs=5)
+        >>> [type(cb).__name__ for cb in cbs.callbacks]
+        ['EarlyStopping', 'History']
         >>> cbs.on_train_begin()
+        >>> cbs.on_epoch_begin(0)
+        >>> cbs.on_epoch_end(0, {"loss": 0.5})
+        >>> cbs.history.history
+        {'loss': [0.5]}
     """
 
     def __init__(
@@ -87,6 +96,9 @@ class CallbackList(Callback):
         saved state finds its callback again when callbacks are added, removed or
         reordered between runs. Progress bars and checkpointing callbacks themselves
         (``BackupAndRestore``) are left out.
+
+        Returns:
+            ``{key: callback}`` in the list's order.
         """
         keyed: dict[str, Callback] = {}
         for cb in self.callbacks:

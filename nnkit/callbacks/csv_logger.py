@@ -28,9 +28,18 @@ class CSVLogger(Callback):
             callback) instead of overwriting it.
 
     Example:
-        >>> model.fit(x, y, epochs=5, callbacks=[CSVLogger("training.csv")])
-        >>> open("training.csv").readline()
-        'epoch,loss,val_loss\\n'
+        >>> import os, tempfile
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> path = os.path.join(tempfile.mkdtemp(), "training.csv")
+        >>> _ = model.fit(x, y, epochs=2, validation_split=0.25, verbose=0,
+        ...               callbacks=[CSVLogger(path)])
+        >>> with open(path) as f:
+        ...     print(f.read().strip())
+        epoch,loss,val_loss
+        0,1.019088864326477,1.9789807796478271
+        1,1.0107213258743286,1.9691059589385986
     """
 
     rank_zero_only = True  # one process writes the file in a data-parallel fit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nnkit.autograd.factories import as_tensor
 from nnkit.callbacks._monitor import MonitorComparison, resolve_mode
 from nnkit.callbacks.callback import Callback
 
@@ -32,9 +33,16 @@ class EarlyStopping(Callback):
         ValueError: for an unknown mode.
 
     Example:
-        >>> stop = EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True)
-        >>> model.fit(x, y, epochs=100, validation_split=0.1, callbacks=[stop])
-        >>> stop.stopped_epoch
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> # min_delta=10: no epoch counts as an improvement, so patience=1 stops at once
+        >>> stop = EarlyStopping(monitor="val_loss", min_delta=10.0, patience=1,
+        ...                      restore_best_weights=True)
+        >>> history = model.fit(x, y, epochs=10, validation_split=0.25, verbose=0,
+        ...                     callbacks=[stop])
+        >>> stop.stopped_epoch, history.epoch
+        (1, [0, 1])
     """
 
     def __init__(
@@ -121,6 +129,4 @@ class EarlyStopping(Callback):
         self.stopped_epoch = int(state_dict["stopped_epoch"])
         weights = state_dict.get("best_weights")
         if weights is not None:
-            import nnkit
-
-            self.best_weights = {k: nnkit.as_tensor(v) for k, v in weights.items()}
+            self.best_weights = {k: as_tensor(v) for k, v in weights.items()}

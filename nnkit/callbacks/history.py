@@ -20,7 +20,10 @@ class History(Callback):
         params: the loop's parameters (``verbose``, ``epochs``, ``steps``).
 
     Example:
-        >>> history = model.fit(x, y, epochs=3, validation_split=0.2, verbose=0)
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> history = model.fit(x, y, epochs=3, validation_split=0.25, verbose=0)
         >>> len(history.history["val_loss"]), history.epoch
         (3, [0, 1, 2])
     """

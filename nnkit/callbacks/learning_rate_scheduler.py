@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nnkit.callbacks.callback import Callback
+from nnkit.optim.lr_scheduler import ReduceLROnPlateau
 
 __all__ = ["LearningRateScheduler"]
 
@@ -36,9 +37,15 @@ class LearningRateScheduler(Callback):
         ValueError: for another ``interval``, or a plateau scheduler per step.
 
     Example:
-        >>> def halve_every_10(epoch, lr):
-        ...     return lr * 0.5 if epoch and epoch % 10 == 0 else lr
-        >>> model.fit(x, y, epochs=30, callbacks=[LearningRateScheduler(halve_every_10)])
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer=nnkit.optim.SGD(model.parameters(), lr=0.1), loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> def halve_every_2(epoch, lr):
+        ...     return lr * 0.5 if epoch and epoch % 2 == 0 else lr
+        >>> history = model.fit(x, y, epochs=5, verbose=0,
+        ...                     callbacks=[LearningRateScheduler(halve_every_2)])
+        >>> history.history["learning_rate"]
+        [0.1, 0.1, 0.05, 0.05, 0.025]
     """
 
     def __init__(
@@ -50,8 +57,6 @@ class LearningRateScheduler(Callback):
         interval: str = "epoch",
     ) -> None:
         super().__init__()
-        from nnkit.optim.lr_scheduler import ReduceLROnPlateau
-
         self._is_scheduler = hasattr(schedule, "step") and hasattr(schedule, "optimizer")
         if not (self._is_scheduler or callable(schedule)):
             raise TypeError(
@@ -107,8 +112,6 @@ class LearningRateScheduler(Callback):
             logs["learning_rate"] = float(self._groups()[0]["lr"])
         if not self._is_scheduler or self.interval == "step":
             return
-        from nnkit.optim.lr_scheduler import ReduceLROnPlateau
-
         if isinstance(self.schedule, ReduceLROnPlateau):
             self.schedule.step((logs or {})[self.monitor])
         else:

@@ -34,8 +34,15 @@ class ModelCheckpoint(Callback):
         ValueError: for an unknown mode or an invalid ``save_freq``.
 
     Example:
-        >>> ckpt = ModelCheckpoint("ckpt/{epoch:02d}-{val_loss:.2f}.h5", save_best_only=True)
-        >>> model.fit(x, y, epochs=10, validation_split=0.1, callbacks=[ckpt])
+        >>> import os, tempfile
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> tmp = tempfile.mkdtemp()
+        >>> ckpt = ModelCheckpoint(os.path.join(tmp, "ckpt", "{epoch:02d}-{val_loss:.2f}.h5"))
+        >>> _ = model.fit(x, y, epochs=2, validation_split=0.25, verbose=0, callbacks=[ckpt])
+        >>> sorted(os.listdir(os.path.join(tmp, "ckpt")))
+        ['01-...h5', '02-...h5']
     """
 
     rank_zero_only = True  # one process writes the file in a data-parallel fit
@@ -103,6 +110,14 @@ class ModelCheckpoint(Callback):
 
     def format_path(self, epoch: int, logs: dict | None = None, batch: int | None = None) -> str:
         """The file name for ``epoch`` (0-based; formatted 1-based) and ``logs``.
+
+        Args:
+            epoch: the epoch, counted from 0.
+            logs: the values for the other fields of ``filepath``.
+            batch: the batch, counted from 0, for a ``{batch}`` field (None: no such field).
+
+        Returns:
+            The path.
 
         Raises:
             KeyError: if ``filepath`` names a field that is not in the logs.

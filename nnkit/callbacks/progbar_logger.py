@@ -6,6 +6,9 @@ import sys
 import time
 from typing import Any
 
+from tqdm.auto import tqdm  # a widget in a notebook, text on a terminal
+from tqdm.contrib.logging import logging_redirect_tqdm
+
 from nnkit.callbacks.callback import Callback
 
 __all__ = ["ProgbarLogger"]
@@ -29,8 +32,15 @@ class ProgbarLogger(Callback):
     own: its ``val_*`` logs appear on the epoch's line.
 
     Example:
-        >>> model.fit(x, y, epochs=2, verbose=1)
-        Epoch 1/2: 100%|██████████| 45/45 [00:00<00:00, 310.2step/s, loss=0.98, ...]
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> _ = model.fit(x, y, epochs=2, batch_size=8, verbose=2)
+        Epoch 1/2 - 2/2 - ...s - loss: ...
+        Epoch 2/2 - 2/2 - ...s - loss: ...
+
+        With ``verbose=1`` a terminal shows a bar per epoch instead:
+        ``Epoch 1/2: 100%|██████████| 2/2 [00:00<00:00, 310.2step/s, loss=0.98]``.
     """
 
     rank_zero_only = True
@@ -50,9 +60,6 @@ class ProgbarLogger(Callback):
     def _open(self, desc: str) -> None:
         self._start, self._seen = time.perf_counter(), 0
         if self._verbose == 1:
-            from tqdm.auto import tqdm  # a widget in a notebook, text on a terminal
-            from tqdm.contrib.logging import logging_redirect_tqdm
-
             self._bar = tqdm(
                 total=self.params.get("steps"),
                 desc=desc,

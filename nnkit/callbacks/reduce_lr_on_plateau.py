@@ -33,8 +33,14 @@ class ReduceLROnPlateau(Callback):
         ValueError: if ``factor`` is not below 1 or the mode is unknown.
 
     Example:
-        >>> plateau = ReduceLROnPlateau(monitor="val_loss", factor=0.2, patience=5)
-        >>> model.fit(x, y, epochs=50, validation_split=0.1, callbacks=[plateau])
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer=nnkit.optim.SGD(model.parameters(), lr=0.1), loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+        >>> # min_delta=10: no epoch after the first counts as an improvement
+        >>> plateau = ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_delta=10.0)
+        >>> history = model.fit(x, y, epochs=4, verbose=0, callbacks=[plateau])
+        >>> history.history["learning_rate"]
+        [0.1, 0.1, 0.05, 0.025]
     """
 
     def __init__(

@@ -16,6 +16,11 @@ class NonFiniteLossError(RuntimeError):
         value: the loss (``nan``, ``inf`` or ``-inf``).
         epoch: the epoch, counted from 0.
         step: the step within the epoch, counted from 0.
+
+    Args:
+        value: the non-finite loss.
+        epoch: the epoch, counted from 0.
+        step: the step within the epoch, counted from 0.
     """
 
     def __init__(self, value: float, epoch: int, step: int) -> None:
@@ -32,7 +37,18 @@ class TerminateOnNaN(Callback):
             callbacks' ``on_train_end``) runs on the damaged weights (Keras's option).
 
     Example:
-        >>> model.fit(x, y, epochs=10, callbacks=[TerminateOnNaN(raise_error=True)])
+        >>> model = nnkit.Sequential(nn.Linear(4, 2))
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = nnkit.randn(16, 4), nnkit.full((16, 2), float("nan"))
+        >>> history = model.fit(x, y, epochs=10, verbose=0, callbacks=[TerminateOnNaN()])
+        Batch 0: Invalid loss, terminating training
+        >>> history.epoch
+        [0]
+        >>> try:
+        ...     model.fit(x, y, epochs=10, verbose=0, callbacks=[TerminateOnNaN(raise_error=True)])
+        ... except NonFiniteLossError as err:
+        ...     print(err)
+        non-finite loss (nan) at epoch 1, step 1
     """
 
     def __init__(self, raise_error: bool = False) -> None:

@@ -19,7 +19,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from nnkit.cli.config import ConfigError, _join, _quoted, _shown, _type_name, did_you_mean
+import nnkit.callbacks as callbacks_module
+import nnkit.layers as layers_module
+import nnkit.optimizers as keras_optimizers
+from nnkit.autograd.factories import zeros
+from nnkit.backends.device import device as as_device
+from nnkit.cli.config import ConfigError, did_you_mean
+from nnkit.cli.wording import _join, _quoted, _shown, _type_name
+from nnkit.distributed import SyncBatchNorm
+from nnkit.layers import Parameter
+from nnkit.models import Sequential
+from nnkit.optim import lr_scheduler
+from nnkit.training.compile_utils import LOSSES, OPTIMIZERS
+from nnkit.training.metrics import METRICS
 
 __all__ = [
     "build_model",
@@ -39,8 +51,6 @@ _NOT_LAYERS = {
     "Module",
     "Parameter",
     "NotBuiltError",
-    "Model",
-    "Sequential",
     "ModuleList",
     "ModuleDict",
 }
@@ -51,11 +61,9 @@ _PATH_ARGS = ("filepath", "filename", "backup_dir")
 
 
 def _layer_classes() -> dict[str, type]:
-    import nnkit.layers
-
     return {
-        name: getattr(nnkit.layers, name)
-        for name in nnkit.layers.__all__
+        name: getattr(layers_module, name)
+        for name in layers_module.__all__
         if name not in _NOT_LAYERS and not name.endswith("Loss")
     }
 
@@ -282,8 +290,6 @@ def build_model(model_config: dict) -> Any:
     Raises:
         ConfigError: for an unknown layer type or arguments its class rejects.
     """
-    from nnkit.layers import Sequential
-
     classes = _layer_classes()
     layers = []
     for i, entry in enumerate(model_config["layers"]):
@@ -300,8 +306,6 @@ def sync_batchnorm(config: dict, model: Any) -> Any:
     ``mpiexec``; a plain BatchNorm in a single process), else ``model`` as it is."""
     if not (config.get("distributed") or {}).get("sync_batchnorm"):
         return model
-    from nnkit.distributed import SyncBatchNorm
-
     return SyncBatchNorm.convert_sync_batchnorm(model)
 
 
@@ -311,10 +315,6 @@ def check_compile(config: dict) -> None:
     Raises:
         ConfigError: naming the unknown loss or metric.
     """
-    import nnkit.layers  # noqa: F401  (nnkit.training is imported through nnkit.layers)
-    from nnkit.training.compile_utils import LOSSES
-    from nnkit.training.metrics import METRICS
-
     _resolve("loss", config["loss"], LOSSES, "loss")
     for i, metric in enumerate(config["metrics"]):
         _resolve(f"metrics[{i}]", metric, METRICS, "metric")
@@ -326,15 +326,12 @@ def optimizer_spec(config: dict) -> tuple[type, dict[str, Any]]:
     Raises:
         ConfigError: for an unknown optimizer or an argument it does not take.
     """
-    import nnkit.layers  # noqa: F401
-    from nnkit.training.compile_utils import OPTIMIZERS
-
     name, kwargs = _split_entry(config["optimizer"], "name")
     if kwargs.pop("keras", False) is True:  # nnkit.optimizers: Keras's arguments and rules
-        from nnkit import optimizers
-
         table = {
-            n.lower(): getattr(optimizers, n) for n in optimizers.__all__ if n.lower() in OPTIMIZERS
+            n.lower(): getattr(keras_optimizers, n)
+            for n in keras_optimizers.__all__
+            if n.lower() in OPTIMIZERS
         }
         cls = _resolve("optimizer.name", name.lower(), table, "optimizer")
         _bind("optimizer", cls, kwargs)
@@ -360,8 +357,6 @@ def build_optimizer(config: dict, model: Any) -> Any:
 
 
 def _scheduler_class(config: dict) -> tuple[type, dict[str, Any]]:
-    from nnkit.optim import lr_scheduler
-
     name, kwargs = _split_entry(config["scheduler"], "name")
     kwargs.pop("interval", None)  # when it steps: read by scheduler_interval, not the class
     classes = _public_classes(lr_scheduler, {"LRScheduler"})
@@ -395,10 +390,8 @@ def build_scheduler(config: dict, optimizer: Any) -> Any:
 
 
 def _callback_classes() -> dict[str, type]:
-    import nnkit.callbacks
-
-    classes = _public_classes(nnkit.callbacks, _NOT_CALLBACKS)
-    return {k: v for k, v in classes.items() if issubclass(v, nnkit.callbacks.Callback)}
+    classes = _public_classes(callbacks_module, _NOT_CALLBACKS)
+    return {k: v for k, v in classes.items() if issubclass(v, callbacks_module.Callback)}
 
 
 def build_callbacks(config: dict, out_dir: Path) -> list[Any]:
@@ -433,9 +426,6 @@ def check_names(config: dict) -> None:
         ConfigError: for the first unknown name or argument, or a value of the wrong
             type or refused by the optimizer or scheduler.
     """
-    import nnkit
-    from nnkit.layers import Parameter
-
     layers = _layer_classes()
     for i, entry in enumerate(config["model"]["layers"]):
         name, kwargs = _split_entry(entry, "type")
@@ -443,7 +433,7 @@ def check_names(config: dict) -> None:
         _bind(path, _resolve(f"{path}.type", name, layers, "layer"), kwargs)
     check_compile(config)
     cls, kwargs = optimizer_spec(config)
-    stand_in = [Parameter(nnkit.zeros(1))]
+    stand_in = [Parameter(zeros(1))]
     if _keras_optimizer(config):
         optimizer = _try("optimizer", cls, kwargs, leading=())
         optimizer.build(stand_in)
@@ -463,9 +453,7 @@ def check_names(config: dict) -> None:
 
 def resolve_device(name: str) -> Any:
     """``nnkit.device(name)``; an unknown or unavailable device is a config error."""
-    import nnkit
-
     try:
-        return nnkit.device(name)
+        return as_device(name)
     except (ValueError, RuntimeError) as err:
         raise ConfigError("device", str(err)) from None

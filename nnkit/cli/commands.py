@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import io as _io
 import shlex
+import shutil
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +21,26 @@ from typing import Any
 
 import numpy as np
 
+import nnkit.distributed as distributed
+from nnkit.autograd.factories import tensor
+from nnkit.autograd.grad_mode import no_grad
+from nnkit.callbacks import (
+    CSVLogger,
+    History,
+    LearningRateScheduler,
+    ModelCheckpoint,
+    NonFiniteLossError,
+    TerminateOnNaN,
+)
 from nnkit.cli import build, process, run_folder
 from nnkit.cli import resume as resuming
 from nnkit.cli.config import Config, load_config
 from nnkit.cli.datasets import Data, load_data, read_input
 from nnkit.cli.errors import CLIError, ConfigError, RunStopped
 from nnkit.cli.schema import CLASSIFICATION_LOSSES
+from nnkit.io import CheckpointError, load_checkpoint, load_weights, verify_checkpoint
+from nnkit.random import manual_seed
+from nnkit.training import TrainingInterrupted, graceful_interrupts
 
 __all__ = ["train", "evaluate", "predict", "summary", "verify"]
 
@@ -43,9 +59,7 @@ def _communicator(config: Config) -> Any:
     then aborted); left null, after ``NNKIT_DISTRIBUTED_TIMEOUT`` seconds if that is
     set, else 1800.
     """
-    from nnkit import distributed
-
-    try:
+    try:  # looked up on the package at call time (tests replace distributed.init)
         return distributed.init(timeout=config["distributed"]["timeout"])
     except (RuntimeError, ValueError) as err:  # launched by mpiexec, but mpi4py is missing
         raise CLIError(str(err)) from None  # or mismatched; a bad NNKIT_DISTRIBUTED_TIMEOUT
@@ -77,13 +91,11 @@ def _sample_shape(config: Config, data: Data | None) -> tuple[int, ...]:
 
 def _build_lazy(model: Any, batch: np.ndarray) -> None:
     """Run one batch through the model (eval mode, no grad) to build its lazy layers."""
-    import nnkit
-
     was_training = model.training
     model.eval()
     try:
-        with nnkit.no_grad():
-            model(nnkit.tensor(batch))
+        with no_grad():
+            model(tensor(batch))
     except Exception as err:  # whatever the layer raised: the model does not fit the data
         raise ConfigError(
             "model",
@@ -98,11 +110,9 @@ def _prepare(
     config: Config, *, with_data: bool = True, show_summary: bool = False, on_device: bool = True
 ) -> tuple[Any, Data | None]:
     """Check names, seed, build the model on one batch, move it to the config's device."""
-    import nnkit
-
     build.check_names(config.values)
     device = build.resolve_device(config["device"]) if on_device else None
-    nnkit.manual_seed(config["seed"])
+    manual_seed(config["seed"])
     model = build.build_model(config["model"])
     data = load_data(config.values) if with_data else None
     shape = _sample_shape(config, data)
@@ -122,16 +132,14 @@ def _compile(config: Config, model: Any) -> Any:
 
 
 def _restore(path: Path, option: str, **targets: Any) -> dict[str, Any]:
-    from nnkit import io
-
     if not path.is_file():
         raise ConfigError(option, f"file not found: {path}")
     try:
         if set(targets) == {"model"}:
-            io.load_weights(path, targets["model"])
+            load_weights(path, targets["model"])
             return {}
-        return io.load_checkpoint(path, **targets)
-    except io.CheckpointError as err:  # not a checkpoint, damaged, or a section missing
+        return load_checkpoint(path, **targets)
+    except CheckpointError as err:  # not a checkpoint, damaged, or a section missing
         raise ConfigError(option, str(err)) from None
     except (ValueError, RuntimeError, KeyError) as err:
         text = " ".join(str(err).split())
@@ -155,14 +163,6 @@ def _test_logs(config: Config, model: Any, data: Data) -> None:
 def _callbacks(run: _Run, restore_from: Path | None, changes: dict[str, Any]) -> list[Any]:
     """The configured callbacks, then the scheduler's, ``output.best``'s, the NaN stop,
     the History and the run folder's writers, and the checkpoints last."""
-    from nnkit.callbacks import (
-        CSVLogger,
-        History,
-        LearningRateScheduler,
-        ModelCheckpoint,
-        TerminateOnNaN,
-    )
-
     config, out_dir = run.config, run.out_dir
     callbacks = build.build_callbacks(config.values, out_dir)
     output = config["output"]
@@ -363,9 +363,6 @@ def _train(
 def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> Any:
     """Fit under graceful signals; an interruption or a NaN loss becomes a
     :class:`RunStopped` with its message and exit status."""
-    from nnkit.callbacks import NonFiniteLossError
-    from nnkit.training import TrainingInterrupted, graceful_interrupts
-
     try:
         with graceful_interrupts(final=process.ENDS_PROCESS), resuming.warnings_as_lines():
             return _fit(run, callbacks, comm)
@@ -393,9 +390,6 @@ def _fit_or_stop(run: _Run, callbacks: list[Any], comm: Any, command: str) -> An
 def _open_run_folder(run: _Run, restore_from: Path | None, changes: dict) -> None:
     """Write ``config.yaml``; record accepted changes; set a fresh run's folder apart
     from a previous run's checkpoints."""
-    import shutil
-    import time
-
     out_dir = run.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     checkpoints = out_dir / "checkpoints"
@@ -540,12 +534,10 @@ def verify(path: Path) -> None:
         RunStopped: (exit 1) naming the file and the damaged dataset.
         ConfigError: for a file that does not exist.
     """
-    from nnkit import io
-
     if not path.is_file():
         raise ConfigError("CHECKPOINT", f"file not found: {path}")
     try:
-        summary = io.verify_checkpoint(path)
-    except io.CheckpointError as err:
+        summary = verify_checkpoint(path)
+    except CheckpointError as err:
         raise RunStopped(f"damaged: {err}", 1) from None
     print(f"ok: {path} ({summary['datasets']} datasets, {summary['bytes']} bytes verified)")

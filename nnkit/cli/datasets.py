@@ -14,6 +14,14 @@ import numpy as np
 
 from nnkit.cli.config import ConfigError
 from nnkit.cli.schema import CLASSIFICATION_LOSSES
+from nnkit.data.datasets import (
+    from_csv,
+    from_npz,
+    load_digits,
+    load_idx,
+    make_moons,
+    make_spirals,
+)
 
 __all__ = ["Data", "load_data", "read_input"]
 
@@ -46,8 +54,6 @@ def _split(x: np.ndarray, y: np.ndarray, test_size: float, seed: int) -> Data:
 
 
 def _digits(data: dict, seed: int) -> Data:
-    from nnkit.data.datasets import load_digits
-
     if not data["test_size"]:
         raise ConfigError("data.test_size", "the digits dataset needs a test split (> 0)")
     split = load_digits(data["test_size"], seed, scale=data["scale"], flatten=data["flatten"])
@@ -55,36 +61,26 @@ def _digits(data: dict, seed: int) -> Data:
 
 
 def _moons(data: dict, seed: int) -> Data:
-    from nnkit.data.datasets import make_moons
-
     x, y = make_moons(data["n_samples"], noise=data["noise"], seed=seed)
     return _split(x, y, data["test_size"], seed)
 
 
 def _spirals(data: dict, seed: int) -> Data:
-    from nnkit.data.datasets import make_spirals
-
     x, y = make_spirals(data["n_samples"], data["n_classes"], noise=data["noise"], seed=seed)
     return _split(x, y, data["test_size"], seed)
 
 
 def _read_csv(data: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
-    from nnkit.data.datasets import from_csv
-
     return from_csv(
         _file(data, key), target=data["target"], header=data["header"], delimiter=data["delimiter"]
     )
 
 
 def _read_npz(data: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
-    from nnkit.data.datasets import from_npz
-
     return from_npz(_file(data, key), x_key=data["x_key"], y_key=data["y_key"])
 
 
 def _read_idx(data: dict, images: str, labels: str) -> tuple[np.ndarray, np.ndarray]:
-    from nnkit.data.datasets import load_idx
-
     x, y = load_idx(_file(data, images), _file(data, labels))
     x = x.astype(np.float32) / (255.0 if data["scale"] else 1.0)
     return (x.reshape(len(x), -1) if data["flatten"] else x[:, None]), y
@@ -185,8 +181,6 @@ def _read_npz_input(file: Path) -> np.ndarray:
 
 
 def _read_csv_input(file: Path) -> np.ndarray:
-    from nnkit.data.datasets import from_csv
-
     return from_csv(file, target=None)[0]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import nnkit.onnx as nnkit_onnx
+from nnkit.autograd.factories import tensor
 from nnkit.cli.commands import _prepare, _restore
 from nnkit.cli.config import load_config
 from nnkit.cli.errors import ConfigError, RunStopped
@@ -29,17 +31,13 @@ def export(
         CLIError: for a config problem, a checkpoint that does not fit the model, a
             missing ``onnx`` package or a layer without an ONNX mapping.
     """
-    import nnkit
-
     if output_path.suffix.lower() != ".onnx":
         raise ConfigError("--output", f"{output_path}: expected a .onnx file name")
     config = load_config(config_path, overrides, device="cpu")
     model, data = _prepare(config)
     _restore(checkpoint, "--checkpoint", model=model)
     try:
-        from nnkit import onnx as nnkit_onnx
-
-        example = nnkit.tensor(data.x_train[: config["data"]["batch_size"]])
+        example = tensor(data.x_train[: config["data"]["batch_size"]])
         nnkit_onnx.export(model, example, output_path, opset=opset)
     except ImportError as err:
         raise RunStopped(f"nnkit export: {err}", 2) from None

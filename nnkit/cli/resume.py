@@ -14,8 +14,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from nnkit.callbacks import BackupAndRestore
 from nnkit.cli.config import Config, parse_yaml
 from nnkit.cli.errors import ConfigError
+from nnkit.io import CheckpointError, read_checkpoint, verify_checkpoint
 
 __all__ = [
     "resume_point",
@@ -48,9 +50,6 @@ def resume_point(resume: str | None, checkpoints: Path) -> Path | None:
     Raises:
         ConfigError: for a file that does not exist or fails verification.
     """
-    from nnkit import io
-    from nnkit.callbacks import BackupAndRestore
-
     if resume is None:
         return None
     if resume == "auto":
@@ -64,8 +63,8 @@ def resume_point(resume: str | None, checkpoints: Path) -> Path | None:
     if not path.is_file():
         raise ConfigError("--resume", f"file not found: {path}")
     try:
-        io.verify_checkpoint(path)
-    except io.CheckpointError as err:
+        verify_checkpoint(path)
+    except CheckpointError as err:
         raise ConfigError("--resume", str(err)) from None
     return path
 
@@ -116,9 +115,7 @@ def check_changes(
     Raises:
         ConfigError: listing each other changed key with its old and new value.
     """
-    from nnkit import io
-
-    text = io.read_checkpoint(checkpoint, sections=[])["attrs"].get("config")
+    text = read_checkpoint(checkpoint, sections=[])["attrs"].get("config")
     if text is None:
         print(f"note: {checkpoint} records no config; its changes cannot be checked")
         return {}
@@ -144,9 +141,7 @@ def check_changes(
 
 def progress_of(path: Path) -> dict | None:
     """The training progress a checkpoint records (None: it records none)."""
-    from nnkit import io
-
-    progress = (io.read_checkpoint(path, sections=["extra"]).get("extra") or {}).get("fit")
+    progress = (read_checkpoint(path, sections=["extra"]).get("extra") or {}).get("fit")
     return progress if isinstance(progress, dict) else None
 
 

@@ -18,6 +18,7 @@ interrupted run never leaves a half-written one.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -25,14 +26,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from nnkit.callbacks import BackupAndRestore, Callback
+from nnkit.io.atomic import atomic_write_bytes
 
 __all__ = ["write_atomic", "RunFiles", "RunCheckpoints", "tee_output", "plot_curves"]
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Replace ``path`` with ``data`` atomically (a temp file in its folder, then rename)."""
-    from nnkit.io.atomic import atomic_write_bytes
-
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
 
@@ -153,7 +153,7 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
     Returns:
         A line for the run's report: the file written, or why nothing was drawn.
     """
-    try:
+    try:  # optional: matplotlib
         import matplotlib
 
         matplotlib.use("Agg")
@@ -186,8 +186,6 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
 
 
 def _png(fig: Any) -> bytes:
-    import io
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from nnkit.autograd.ops import stack
 from nnkit.data.dataset import SampleBatch, _is_tensor
 
 __all__ = ["default_collate", "empty_like_batch"]
@@ -102,14 +103,12 @@ def _stack_arrays(samples: list, where: str) -> np.ndarray:
 
 
 def _stack_tensors(samples: list, where: str) -> Any:
-    import nnkit
-
     shapes = {tuple(s.shape) for s in samples}
     if len(shapes) > 1:
         raise ValueError(
             f"default_collate: cannot stack Tensors of different shapes {sorted(shapes)} at {where}"
         )
-    return nnkit.stack(samples, dim=0)
+    return stack(samples, dim=0)
 
 
 def empty_like_batch(batch: Any) -> Any:
@@ -117,6 +116,15 @@ def empty_like_batch(batch: Any) -> Any:
     first axis, lists emptied, the structure (and dtypes, trailing shapes) kept.
 
     What a data-parallel rank whose share of a short last batch is empty receives.
+
+    Args:
+        batch: a collated batch: arrays and Tensors nested in tuples, lists and dicts.
+
+    Returns:
+        The same structure with zero samples.
+
+    Raises:
+        TypeError: for a leaf that is neither an array nor a Tensor.
 
     Example:
         >>> empty_like_batch((np.zeros((1, 3)), np.array([2])))[0].shape

@@ -66,6 +66,7 @@ class DataLoader:
             ``num_workers``, conflicting options or an empty dataset.
 
     Example:
+        >>> from nnkit.data import TensorDataset
         >>> ds = TensorDataset(np.arange(10.0).reshape(5, 2), np.arange(5))
         >>> loader = DataLoader(ds, batch_size=2, shuffle=True, seed=0)
         >>> [y.tolist() for _, y in loader]   # one epoch; 3 batches, the last of 1
@@ -255,6 +256,7 @@ class DataLoader:
             the end of an epoch it points at the start of the next one.
 
         Example:
+            >>> from nnkit.data import TensorDataset
             >>> loader = DataLoader(TensorDataset(np.arange(6)), batch_size=2)
             >>> it = iter(loader); _ = next(it)
             >>> loader.state_dict()["position"]

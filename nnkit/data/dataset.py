@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from nnkit.autograd.tensor import Tensor
+from nnkit.random import default_generator
+
 __all__ = [
     "ConcatDataset",
     "Dataset",
@@ -42,7 +45,7 @@ class Dataset:
         ...         return 10
         ...     def __getitem__(self, i):
         ...         return np.float32(i * i)
-        >>> Squares()[3]
+        >>> float(Squares()[3])
         9.0
     """
 
@@ -88,7 +91,7 @@ class SampleBatch(Sequence):
 
     Example:
         >>> b = SampleBatch((np.zeros((2, 3)), np.array([4, 5])))
-        >>> len(b), b[1][1]
+        >>> len(b), int(b[1][1])
         (2, 5)
     """
 
@@ -105,11 +108,6 @@ class SampleBatch(Sequence):
 
 
 def _is_tensor(obj: Any) -> bool:
-    # Imported lazily so nnkit.data does not depend on the core at import time.
-    try:
-        from nnkit.autograd.tensor import Tensor
-    except ImportError:
-        return False
     return isinstance(obj, Tensor)
 
 
@@ -306,6 +304,4 @@ def draw_seed() -> int:
         >>> _ = nnkit.random.manual_seed(0); a == draw_seed()
         True
     """
-    from nnkit.random import default_generator
-
     return int(default_generator().integers(0, 2**63 - 1))

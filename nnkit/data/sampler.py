@@ -41,7 +41,7 @@ def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
         A fresh ``numpy.random.Generator``.
 
     Example:
-        >>> (epoch_rng(0, 1).permutation(5) == epoch_rng(0, 1).permutation(5)).all()
+        >>> bool((epoch_rng(0, 1).permutation(5) == epoch_rng(0, 1).permutation(5)).all())
         True
     """
     return np.random.default_rng([int(seed), int(epoch)])
@@ -104,7 +104,11 @@ class SequentialSampler(_ArraySampler):
         return len(self.data_source)
 
     def indices(self) -> np.ndarray:
-        """The epoch's indices as one ``int64`` array."""
+        """The epoch's indices as one ``int64`` array.
+
+        Returns:
+            ``arange(len(data_source))``.
+        """
         return np.arange(len(self.data_source), dtype=np.int64)
 
 
@@ -157,7 +161,12 @@ class RandomSampler(_ArraySampler):
         return self.num_samples
 
     def indices(self) -> np.ndarray:
-        """The epoch's indices as one ``int64`` array."""
+        """The epoch's indices as one ``int64`` array.
+
+        Returns:
+            A permutation (or, with replacement, ``num_samples`` draws) seeded by
+                ``(seed, epoch)``.
+        """
         rng, n = epoch_rng(self.seed, self.epoch), len(self.data_source)
         if self.replacement:
             return rng.integers(0, n, size=self.num_samples, dtype=np.int64)
@@ -192,7 +201,11 @@ class SubsetRandomSampler(_ArraySampler):
         return len(self._indices)
 
     def indices(self) -> np.ndarray:
-        """The epoch's indices as one ``int64`` array."""
+        """The epoch's indices as one ``int64`` array.
+
+        Returns:
+            The subset's indices in an order seeded by ``(seed, epoch)``.
+        """
         return self._indices[epoch_rng(self.seed, self.epoch).permutation(len(self._indices))]
 
 
@@ -252,7 +265,12 @@ class DistributedSampler(_ArraySampler):
         return self.num_samples
 
     def indices(self) -> np.ndarray:
-        """This rank's indices for the current epoch as one ``int64`` array."""
+        """This rank's indices for the current epoch as one ``int64`` array.
+
+        Returns:
+            This rank's share of the (shuffled, padded or dropped to a multiple of the
+                ranks) epoch order.
+        """
         n = len(self.dataset)
         if self.shuffle:
             order = epoch_rng(self.seed, self.epoch).permutation(n).astype(np.int64)
@@ -290,7 +308,11 @@ class BatchSampler(Sampler):
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, bool(drop_last)
 
     def set_epoch(self, epoch: int) -> None:
-        """Forward ``epoch`` to the wrapped sampler, if it takes one."""
+        """Forward ``epoch`` to the wrapped sampler, if it takes one.
+
+        Args:
+            epoch: a non-negative integer.
+        """
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
 

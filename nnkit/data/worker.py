@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from nnkit.random import initial_seed
+
 __all__ = ["WorkerError", "WorkerInfo", "get_worker_info", "sample_rng"]
 
 _SAMPLE_STREAM = 0x5A3D  # separates per-sample streams from the shuffling stream
@@ -107,8 +109,6 @@ def sample_rng(index: int, *, seed: int | None = None) -> np.random.Generator:
     elif context is not None:
         key = [context.seed, context.epoch]
     else:
-        from nnkit.random import initial_seed
-
         key = [initial_seed(), 0]
     return np.random.default_rng([*key, _SAMPLE_STREAM, index])
 

@@ -6,19 +6,32 @@ shard of each batch and the gradients are averaged across processes after backwa
 so all replicas stay identical. ``pip install 'nnkit[distributed]'`` adds mpi4py; GPU
 tensors are reduced with NCCL through CuPy.
 
+Under ``mpiexec``, ``Model.fit`` is data parallel by itself; in one process,
+:func:`init` returns the group of that process alone. A :class:`ThreadGroup` runs N
+ranks as N threads of one process, which is how the examples below (and the tests)
+show several ranks without ``mpiexec``:
+
 Example:
-    >>> comm = nnkit.distributed.init()           # MPI under mpiexec, else one process
-    >>> model.fit(x, y, batch_size=64)             # automatic under mpiexec
-    >>> ddp = nnkit.distributed.DistributedDataParallel(model, comm)   # custom loops
-    >>> model = nnkit.distributed.SyncBatchNorm.convert_sync_batchnorm(model)  # global BN
+    >>> comm = nnkit.distributed.init()          # MPI under mpiexec, else one process
+    >>> comm
+    LocalCommunicator(rank=0, world_size=1)
+    >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+    >>> def train(comm):                          # what each of 2 processes would run
+    ...     model = nnkit.Sequential(nn.Linear(4, 2))
+    ...     model.compile(optimizer="sgd", loss="mse")
+    ...     model.fit(x, y, batch_size=8, epochs=2, verbose=0, distributed=comm)
+    ...     return model[0].weight
+    >>> w0, w1 = nnkit.distributed.ThreadGroup(2).run(train)
+    >>> nnkit.equal(w0, w1)                       # the replicas stay identical
+    True
 """
 
-import importlib
-
 from nnkit.distributed.communicator import Communicator, LocalCommunicator
+from nnkit.distributed.data_parallel import DistributedDataParallel
 from nnkit.distributed.gradient_sync import GradientSync, broadcast_module
 from nnkit.distributed.launch import init, launched_world_size
 from nnkit.distributed.mpi import MPICommunicator
+from nnkit.distributed.sync_batchnorm import SyncBatchNorm
 from nnkit.distributed.thread_group import ThreadCommunicator, ThreadGroup
 
 __all__ = [
@@ -34,22 +47,3 @@ __all__ = [
     "init",
     "launched_world_size",
 ]
-
-
-_LAZY = {
-    "DistributedDataParallel": "nnkit.distributed.data_parallel",
-    "SyncBatchNorm": "nnkit.distributed.sync_batchnorm",
-}
-
-
-def __getattr__(name: str):
-    # DistributedDataParallel and SyncBatchNorm are Modules, and nnkit.layers imports
-    # fit, which imports this package: load them on first use to keep the import graph
-    # acyclic.
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'nnkit.distributed' has no attribute '{name}'")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))

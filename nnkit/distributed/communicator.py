@@ -13,8 +13,10 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+from nnkit.autograd import factories
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.dtypes import float64
 from nnkit.distributed.watchdog import check_timeout
 
 __all__ = ["Communicator", "LocalCommunicator", "REDUCE_OPS"]
@@ -40,8 +42,13 @@ class Communicator(abc.ABC):
             communicators keep what is set and ignore it; None until set).
 
     Example:
-        >>> comm = nnkit.distributed.init()
-        >>> grad = comm.allreduce_(p.grad, op="mean")   # the same on every rank now
+        >>> from nnkit.distributed import ThreadGroup
+        >>> def mean_grad(comm):
+        ...     p = nnkit.zeros(2, requires_grad=True)
+        ...     (p * (comm.rank + 1)).sum().backward()
+        ...     return comm.allreduce_(p.grad, op="mean")   # the same on every rank now
+        >>> ThreadGroup(2).run(mean_grad)
+        [tensor([1.5000, 1.5000]), tensor([1.5000, 1.5000])]
     """
 
     rank: int = 0
@@ -117,15 +124,17 @@ class Communicator(abc.ABC):
         Returns:
             The reduced value, the same on every rank.
         """
-        import nnkit
-
-        return float(self.allreduce_(nnkit.tensor([float(value)], dtype=nnkit.float64), op).item())
+        packed = factories.tensor([float(value)], dtype=float64)
+        return float(self.allreduce_(packed, op).item())
 
     def abort(self, code: int = 1) -> None:
         """End every process of the group at once with exit status ``code``.
 
         What a rank that failed alone calls, so that the others, waiting for it in a
         collective, do not wait forever. A single process just exits.
+
+        Args:
+            code: the exit status.
         """
         raise SystemExit(code)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from nnkit.distributed.communicator import Communicator
 from nnkit.distributed.gradient_sync import GradientSync, broadcast_module
+from nnkit.distributed.launch import init
 from nnkit.layers.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -36,11 +37,18 @@ class DistributedDataParallel(Module):
         NotBuiltError: if a lazily built layer of ``module`` has not been called yet.
 
     Example:
-        >>> comm = nnkit.distributed.init()
-        >>> ddp = DistributedDataParallel(model, comm)
-        >>> optimizer = nnkit.optim.SGD(ddp.parameters(), lr=0.1)
-        >>> loss = loss_fn(ddp(x_shard), y_shard); optimizer.zero_grad(); loss.backward()
-        >>> optimizer.step()                 # the same step on every rank
+        >>> from nnkit.distributed import ThreadGroup
+        >>> def train_step(comm):              # two ranks, as threads of one process
+        ...     ddp = DistributedDataParallel(nn.Linear(2, 1), comm)
+        ...     optimizer = nnkit.optim.SGD(ddp.parameters(), lr=0.1)
+        ...     x_shard = nnkit.full((1, 2), float(comm.rank + 1))
+        ...     optimizer.zero_grad()
+        ...     ddp(x_shard).sum().backward()   # .grad: the mean over the ranks
+        ...     optimizer.step()                # the same step on every rank
+        ...     return ddp.module.weight.grad, ddp.module.weight
+        >>> (g0, w0), (g1, w1) = ThreadGroup(2).run(train_step)
+        >>> g0, nnkit.equal(w0, w1)
+        (tensor([[1.5000, 1.5000]]), True)
     """
 
     def __init__(
@@ -48,8 +56,6 @@ class DistributedDataParallel(Module):
     ) -> None:
         super().__init__()
         if comm is None:
-            from nnkit.distributed.launch import init
-
             comm = init()
         self.module = module
         self.comm = comm
@@ -62,7 +68,11 @@ class DistributedDataParallel(Module):
         return self.module(*args, **kwargs)
 
     def no_sync(self) -> Any:
-        """Accumulate gradients locally in the backwards inside (see ``GradientSync``)."""
+        """Accumulate gradients locally in the backwards inside (see ``GradientSync``).
+
+        Returns:
+            A context manager.
+        """
         return self._sync.no_sync()
 
     def sync_gradients(self) -> None:

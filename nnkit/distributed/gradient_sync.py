@@ -22,8 +22,9 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import nnkit
+from nnkit.autograd.factories import ones, zeros
 from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.ops import cat
 from nnkit.autograd.tensor import Tensor
 from nnkit.distributed.communicator import Communicator
 
@@ -69,10 +70,15 @@ class GradientSync:
         wrap the backward in :meth:`no_sync` and call :meth:`sync` yourself.
 
     Example:
-        >>> sync = GradientSync(model.parameters(), comm)
-        >>> loss.backward()          # .grad is now the mean over the ranks
-        >>> optimizer.step()
-        >>> sync.remove()
+        >>> from nnkit.distributed import ThreadGroup
+        >>> def backward(comm):                 # two ranks, as threads of one process
+        ...     layer = nn.Linear(2, 1)
+        ...     sync = GradientSync(layer.parameters(), comm)
+        ...     layer(nnkit.full((1, 2), float(comm.rank + 1))).sum().backward()
+        ...     sync.remove()
+        ...     return layer.weight.grad        # the mean of [[1, 1]] and [[2, 2]]
+        >>> ThreadGroup(2).run(backward)
+        [tensor([[1.5000, 1.5000]]), tensor([[1.5000, 1.5000]])]
     """
 
     def __init__(self, parameters: Iterable[Tensor], comm: Communicator) -> None:
@@ -123,11 +129,11 @@ class GradientSync:
 
     def _sync_bucket(self, params: list[Tensor]) -> None:
         if self.weight is None:
-            flat = nnkit.cat([_flat_grad(p) for p in params])
+            flat = cat([_flat_grad(p) for p in params])
             self.comm.allreduce_(flat, op="mean")
         else:  # sum of (count x mean gradient) and of the counts, in one collective
-            one = nnkit.ones(1, dtype=params[0].dtype, device=params[0].device)
-            flat = nnkit.cat([*(_flat_grad(p) for p in params), one])
+            one = ones(1, dtype=params[0].dtype, device=params[0].device)
+            flat = cat([*(_flat_grad(p) for p in params), one])
             if self.weight:
                 flat.mul_(float(self.weight))
             else:  # an empty share: its gradient is a mean of nothing (NaN or zeros)
@@ -149,9 +155,17 @@ class GradientSync:
         """Skip averaging in the backwards run inside; the next synced one averages the sum.
 
         Example:
-            >>> with sync.no_sync():
-            ...     model(x1).mean().backward()    # accumulate locally
-            >>> model(x2).mean().backward()        # averages the accumulated gradient
+            >>> from nnkit.distributed import ThreadGroup
+            >>> def accumulate(comm):
+            ...     layer = nn.Linear(2, 1)
+            ...     sync = GradientSync(layer.parameters(), comm)
+            ...     x = nnkit.full((1, 2), float(comm.rank + 1))
+            ...     with sync.no_sync():
+            ...         layer(x).sum().backward()   # accumulate locally
+            ...     layer(x).sum().backward()       # averages the accumulated gradient
+            ...     return layer.weight.grad.tolist()
+            >>> ThreadGroup(2).run(accumulate)      # mean of [[2, 2]] and [[4, 4]]
+            [[[3.0, 3.0]], [[3.0, 3.0]]]
         """
         previous, self._enabled = self._enabled, False
         try:
@@ -169,5 +183,5 @@ class GradientSync:
 
 def _flat_grad(p: Tensor) -> Tensor:
     if p.grad is None:
-        return nnkit.zeros(p.numel(), dtype=p.dtype, device=p.device)
+        return zeros(p.numel(), dtype=p.dtype, device=p.device)
     return p.grad.detach().reshape(-1)

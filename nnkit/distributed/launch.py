@@ -38,9 +38,12 @@ def _launch_var() -> tuple[str, int] | None:
 def launched_world_size() -> int:
     """The number of processes ``mpiexec`` started in this job (1 if not launched by it).
 
+    Returns:
+        The process count, an int (1 outside ``mpiexec``).
+
     Example:
-        >>> launched_world_size()   # under "mpiexec -n 4 ..."
-        4
+        >>> launched_world_size()   # a plain process; under "mpiexec -n 4 ..." it is 4
+        1
     """
     found = _launch_var()
     return 1 if found is None else found[1]
@@ -71,9 +74,9 @@ def init(backend: str = "auto", *, timeout: float | None = None) -> Communicator
             ``mpiexec`` started (mpi4py built against another MPI than the launcher's).
 
     Example:
-        >>> comm = nnkit.distributed.init()       # mpiexec -n 2 python train.py
+        >>> comm = nnkit.distributed.init()   # under mpiexec -n 2: (0, 2) and (1, 2)
         >>> comm.rank, comm.world_size
-        (0, 2)
+        (0, 1)
     """
     global _default
     if backend not in BACKENDS:

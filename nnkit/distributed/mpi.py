@@ -32,11 +32,14 @@ def import_mpi(reason: str = "") -> Any:
     Args:
         reason: why MPI is needed, put first in the error message.
 
+    Returns:
+        The ``mpi4py.MPI`` module.
+
     Raises:
         RuntimeError: if mpi4py is not installed (the message says how to install it).
     """
     try:
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional: mpi4py (and importing it initialises MPI)
     except ImportError as err:
         lead = f"{reason}: " if reason else ""
         raise RuntimeError(
@@ -67,9 +70,10 @@ class MPICommunicator(Communicator):
             is not a positive number of seconds.
 
     Example:
-        >>> # mpiexec -n 2 python -c "..."
-        >>> comm = MPICommunicator()
-        >>> comm.allreduce_scalar(comm.rank)     # 0 + 1 on both ranks
+        Run under ``mpiexec -n 2`` (so not as a doctest):
+
+        >>> comm = MPICommunicator()  # doctest: +SKIP
+        >>> comm.allreduce_scalar(comm.rank)  # 0 + 1 on both ranks  # doctest: +SKIP
         1.0
     """
 
@@ -109,7 +113,11 @@ class MPICommunicator(Communicator):
             os._exit(1)
 
     def abort(self, code: int = 1) -> None:
-        """``MPI_Abort``: mpiexec ends every rank; stdout and stderr are flushed first."""
+        """``MPI_Abort``: mpiexec ends every rank; stdout and stderr are flushed first.
+
+        Args:
+            code: the exit status of every rank.
+        """
         _flush()
         self.comm.Abort(code)
 

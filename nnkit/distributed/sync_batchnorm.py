@@ -32,10 +32,11 @@ from typing import Any
 from nnkit.autograd.factories import tensor, zeros_like
 from nnkit.autograd.function import Function, ShapeError
 from nnkit.autograd.grad_mode import is_grad_enabled, no_grad
-from nnkit.autograd.ops.shape import cat
+from nnkit.autograd.ops.joining import cat
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import float64
 from nnkit.distributed.communicator import Communicator
+from nnkit.distributed.launch import init, launched_world_size
 from nnkit.layers.module import Module
 from nnkit.layers.normalization import _BatchNorm
 
@@ -164,8 +165,13 @@ class SyncBatchNorm(_BatchNorm):
             channel over the whole group.
 
     Example:
-        >>> model = SyncBatchNorm.convert_sync_batchnorm(model)   # every BatchNorm
-        >>> model.fit(x, y, batch_size=64)       # mpiexec -n 2: statistics over 64 samples
+        >>> from nnkit.distributed import ThreadGroup
+        >>> def forward(comm):                 # two ranks, as threads of one process
+        ...     layer = SyncBatchNorm(1, process_group=comm)
+        ...     x = nnkit.tensor([[0.0], [2.0]]) + 4.0 * comm.rank
+        ...     return layer(x).detach().flatten()
+        >>> ThreadGroup(2).run(forward)        # normalised over [0, 2, 4, 6]
+        [tensor([-1.3416, -0.4472]), tensor([0.4472, 1.3416])]
     """
 
     _expected_dims = range(2, 65)  # (N, C, *): BatchNorm's forward checks membership
@@ -198,8 +204,6 @@ class SyncBatchNorm(_BatchNorm):
         """The group to synchronise over, or None (a group of one counts as none)."""
         comm = self.process_group if self.process_group is not None else self._fit_group
         if comm is None:
-            from nnkit.distributed.launch import init, launched_world_size
-
             if launched_world_size() > 1:
                 comm = init()
         return comm if comm is not None and comm.world_size > 1 else None

@@ -48,11 +48,25 @@ class ThreadGroup:
         self._slots: list[Any] = [None] * world_size
 
     def communicator(self, rank: int) -> ThreadCommunicator:
-        """The communicator of rank ``rank`` (give each thread its own)."""
+        """The communicator of rank ``rank`` (give each thread its own).
+
+        Args:
+            rank: the rank, in ``[0, world_size)``.
+
+        Returns:
+            A :class:`ThreadCommunicator`.
+        """
         return ThreadCommunicator(self, rank)
 
     def run(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
         """Call ``fn(comm, *args)`` on one thread per rank and return the results by rank.
+
+        Args:
+            fn: called as ``fn(comm, *args)`` with each rank's communicator.
+            *args: more arguments, the same for every rank.
+
+        Returns:
+            The results, indexed by rank.
 
         Raises:
             Exception: the first rank's exception, if any rank raised (the other ranks
@@ -77,7 +91,15 @@ class ThreadGroup:
         return results
 
     def exchange(self, rank: int, value: Any) -> list[Any]:
-        """Post ``value`` as rank ``rank``'s and return every rank's, once all posted."""
+        """Post ``value`` as rank ``rank``'s and return every rank's, once all posted.
+
+        Args:
+            rank: the posting rank.
+            value: its value.
+
+        Returns:
+            The values of all ranks, indexed by rank.
+        """
         self._slots[rank] = value
         self._barrier.wait()
         return list(self._slots)

@@ -43,6 +43,9 @@ def check_timeout(timeout: Any, name: str = "timeout") -> float:
         timeout: a positive number of seconds (``math.inf``: never time out).
         name: what to call it in the error message.
 
+    Returns:
+        ``timeout`` as a float.
+
     Raises:
         ValueError: if ``timeout`` is not a number (a bool is not), is NaN or is not > 0.
     """
@@ -61,6 +64,9 @@ def resolve_timeout(timeout: Any = None) -> float:
             variable ``NNKIT_DISTRIBUTED_TIMEOUT`` if it is set (and not blank), else
             :data:`DEFAULT_TIMEOUT`.
 
+    Returns:
+        The timeout in seconds, a float.
+
     Raises:
         ValueError: if ``timeout`` is not a positive number (the message names
             ``timeout``), or if it is None and ``NNKIT_DISTRIBUTED_TIMEOUT`` is not a
@@ -69,8 +75,13 @@ def resolve_timeout(timeout: Any = None) -> float:
     Example:
         >>> resolve_timeout(60)
         60.0
-        >>> resolve_timeout()          # NNKIT_DISTRIBUTED_TIMEOUT=120
+        >>> import os
+        >>> os.environ["NNKIT_DISTRIBUTED_TIMEOUT"] = "120"
+        >>> resolve_timeout()
         120.0
+        >>> del os.environ["NNKIT_DISTRIBUTED_TIMEOUT"]
+        >>> resolve_timeout()
+        1800.0
     """
     if timeout is not None:
         return check_timeout(timeout)
@@ -108,9 +119,11 @@ class Watchdog:
         ValueError: for a timeout that is not a positive number.
 
     Example:
-        >>> dog = Watchdog(2.0, on_timeout=print, prefix="[rank 0 of 2]")
+        >>> import time
+        >>> dog = Watchdog(0.1, on_timeout=print, prefix="[rank 0 of 2]")
         >>> with dog.watch("barrier"):
-        ...     comm.Barrier()
+        ...     time.sleep(1.0)                 # a collective that hangs
+        [rank 0 of 2] barrier still waits for the other ranks after ... s (timeout 0.1 s): ...
     """
 
     def __init__(
@@ -162,7 +175,14 @@ class Watchdog:
             self._what = None
 
     def watch(self, what: str | Callable[[], str]) -> _Watching:
-        """A context manager around one collective: ``with dog.watch('barrier'): ...``."""
+        """A context manager around one collective: ``with dog.watch('barrier'): ...``.
+
+        Args:
+            what: the collective's name, or a callable giving it (called only on a timeout).
+
+        Returns:
+            A context manager.
+        """
         return _Watching(self, what)
 
     def close(self) -> None:

@@ -6,8 +6,12 @@ random state, the epoch, step, extra values and the run's YAML config, so that t
 resumed from it continues bit-for-bit.
 
 Example:
-    >>> nnkit.io.save_checkpoint("ckpt.h5", model=model, optimizer=opt, epoch=2)
-    >>> info = nnkit.io.load_checkpoint("ckpt.h5", model=model, optimizer=opt)
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.h5")
+    >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> opt = nnkit.optim.SGD(model.parameters(), lr=0.1)
+    >>> nnkit.io.save_checkpoint(path, model=model, optimizer=opt, epoch=2)
+    >>> info = nnkit.io.load_checkpoint(path, model=model, optimizer=opt)
     >>> info["epoch"]
     2
 """

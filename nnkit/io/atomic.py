@@ -39,8 +39,16 @@ def atomic_h5_file(path: str | os.PathLike) -> Iterator[h5py.File]:
         OSError: if the file cannot be written or renamed.
 
     Example:
-        >>> with atomic_h5_file("run/ckpt.h5") as f:
+        >>> import os, tempfile
+        >>> import h5py
+        >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.h5")
+        >>> with atomic_h5_file(path) as f:
         ...     f.attrs["epoch"] = 3
+        >>> os.listdir(os.path.dirname(path))      # no temp file left behind
+        ['ckpt.h5']
+        >>> with h5py.File(path) as f:
+        ...     int(f.attrs["epoch"])
+        3
     """
     with _atomic(path) as tmp:
         with h5py.File(tmp, "w", track_order=True) as file:
@@ -48,7 +56,12 @@ def atomic_h5_file(path: str | os.PathLike) -> Iterator[h5py.File]:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (the same temp-file protocol)."""
+    """Replace ``path`` with ``data`` atomically (the same temp-file protocol).
+
+    Args:
+        path: the file to create or replace.
+        data: its new contents.
+    """
     with _atomic(path) as tmp, open(tmp, "wb") as file:
         file.write(data)
 
@@ -85,6 +98,9 @@ def remove_stale_temp_files(directory: str | os.PathLike) -> list[str]:
 
     Returns:
         The paths removed.
+
+    Args:
+        directory: the directory to clean (errors listing it are ignored).
     """
     removed = []
     with contextlib.suppress(OSError):

@@ -10,6 +10,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 from nnkit.io.atomic import atomic_h5_file
 from nnkit.io.errors import CheckpointError
 from nnkit.io.format import read_file, verify_file, write_attrs
@@ -68,8 +70,16 @@ def save_checkpoint(
         OSError: if the file cannot be written.
 
     Example:
-        >>> save_checkpoint("run/ckpt.h5", model=model, optimizer=opt, epoch=3,
-        ...                 step=1200, loader=train_loader)
+        >>> import os, tempfile
+        >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> from nnkit.data import DataLoader, TensorDataset
+        >>> opt = nnkit.optim.SGD(model.parameters(), lr=0.1)
+        >>> loader = DataLoader(TensorDataset(nnkit.randn(8, 4)), batch_size=2, shuffle=True)
+        >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.h5")
+        >>> save_checkpoint(path, model=model, optimizer=opt, epoch=3, step=1200,
+        ...                 loader=loader, extra={"best_loss": 0.5})
+        >>> sorted(read_checkpoint(path))
+        ['attrs', 'epoch', 'extra', 'loader', 'model', 'optimizer', 'rng', 'step']
     """
     text = _config_text(config)
     sections = {
@@ -99,7 +109,12 @@ def save_weights(path: PathLike, module: Any) -> None:
         OSError: if the file cannot be written.
 
     Example:
-        >>> save_weights("mlp.weights.h5", model)
+        >>> import os, tempfile
+        >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> path = os.path.join(tempfile.mkdtemp(), "mlp.weights.h5")
+        >>> save_weights(path, model)
+        >>> sorted(read_checkpoint(path)["model"])
+        ['0.bias', '0.weight', '2.bias', '2.weight']
     """
     _write(path, {"model": module.state_dict()}, contents="weights", config=None)
 
@@ -148,9 +163,15 @@ def load_checkpoint(
         ValueError: from an optimizer or scheduler whose state does not match.
 
     Example:
-        >>> info = load_checkpoint("run/ckpt.h5", model=model, optimizer=opt,
-        ...                        loader=train_loader)
+        >>> import os, tempfile
+        >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> opt = nnkit.optim.SGD(model.parameters(), lr=0.1)
+        >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.h5")
+        >>> save_checkpoint(path, model=model, optimizer=opt, epoch=3, step=1200)
+        >>> info = load_checkpoint(path, model=model, optimizer=opt)
         >>> start_epoch = info["epoch"] + 1
+        >>> start_epoch, info["step"]
+        (4, 1200)
     """
     targets = {
         "model": model,
@@ -198,7 +219,15 @@ def load_weights(path: PathLike, module: Any, *, strict: bool = True) -> Any:
         RuntimeError: from ``module.load_state_dict`` when the keys or shapes differ.
 
     Example:
-        >>> load_weights("mlp.weights.h5", model)
+        >>> import os, tempfile
+        >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> path = os.path.join(tempfile.mkdtemp(), "mlp.weights.h5")
+        >>> save_weights(path, model)
+        >>> other = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> load_weights(path, other)
+        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        >>> nnkit.equal(other[0].weight, model[0].weight)
+        True
     """
     content = read_file(path, sections=["model"], expect=_expected(module))
     _require(content, path, ["model"])
@@ -222,9 +251,13 @@ def read_checkpoint(path: PathLike, sections: list[str] | None = None) -> dict[s
         CheckpointError: if the file is not an nnkit checkpoint, is damaged or too new.
 
     Example:
-        >>> ckpt = read_checkpoint("run/ckpt.h5")
+        >>> import os, tempfile
+        >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.h5")
+        >>> save_checkpoint(path, model=model, epoch=3)
+        >>> ckpt = read_checkpoint(path)
         >>> ckpt["epoch"], sorted(ckpt["model"])[:2]
-        (3, ['features.0.bias', 'features.0.weight'])
+        (3, ['0.bias', '0.weight'])
     """
     return read_file(path, sections)
 
@@ -244,8 +277,12 @@ def verify_checkpoint(path: PathLike) -> dict[str, Any]:
             of format version 1, which carries no checksums.
 
     Example:
-        >>> verify_checkpoint("run/last.h5")["datasets"]
-        42
+        >>> import os, tempfile
+        >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+        >>> path = os.path.join(tempfile.mkdtemp(), "mlp.weights.h5")
+        >>> save_weights(path, model)
+        >>> verify_checkpoint(path)
+        {'format_version': 2, 'datasets': ..., 'bytes': ...}
     """
     return verify_file(path)
 
@@ -279,8 +316,6 @@ def _config_text(config: str | Mapping[str, Any] | None) -> str | None:
     if config is None or isinstance(config, str):
         return config
     if isinstance(config, Mapping):
-        import yaml
-
         return yaml.safe_dump(dict(config), sort_keys=False)
     raise TypeError(f"config must be YAML text or a mapping, got {type(config).__name__}")
 

@@ -14,9 +14,13 @@ class CheckpointError(ValueError):
     checkpoint that lacks a section the caller asked to restore.
 
     Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("not a checkpoint")
         >>> try:
-        ...     nnkit.io.load_checkpoint("notes.txt")
+        ...     nnkit.io.load_checkpoint(path)
         ... except nnkit.io.CheckpointError as err:
         ...     print(err)
-        notes.txt is not an HDF5 file (or is damaged)
+        /.../notes.txt is not an HDF5 file (or is damaged)
     """

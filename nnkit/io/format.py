@@ -26,6 +26,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from nnkit._version import __version__
 from nnkit.io.errors import CheckpointError
 from nnkit.io.hdf5 import read_value
 
@@ -44,8 +45,6 @@ def write_attrs(file: h5py.File, *, contents: str, config: str | None) -> None:
         contents: ``'checkpoint'`` or ``'weights'``.
         config: YAML text to record, or None.
     """
-    from nnkit import __version__
-
     file.attrs["nnkit_format"] = FORMAT_NAME
     file.attrs["format_version"] = FORMAT_VERSION
     file.attrs["nnkit_version"] = __version__
@@ -126,6 +125,9 @@ def verify_file(path: str | os.PathLike) -> dict[str, Any]:
 
     Returns:
         ``{'format_version': int, 'datasets': int, 'bytes': int}``: what was verified.
+
+    Args:
+        path: a file written by nnkit's checkpoint functions.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.

@@ -74,8 +74,12 @@ def write_value(group: h5py.Group, name: str, value: Any, *, where: str = "") ->
         ValueError: for a key that is not a valid HDF5 name, or two keys that collide.
 
     Example:
-        >>> with h5py.File("s.h5", "w") as f:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "s.h5")
+        >>> with h5py.File(path, "w") as f:
         ...     write_value(f, "opt", {"state": {0: {"step": 3}}, "betas": (0.9, 0.99)})
+        ...     print(read_value(f["opt"]))
+        {'state': {0: {'step': 3}}, 'betas': (0.9, 0.99)}
     """
     where = where or name
     if isinstance(value, Mapping):
@@ -91,7 +95,14 @@ def write_value(group: h5py.Group, name: str, value: Any, *, where: str = "") ->
 
 
 def checksum(data: Any) -> int:
-    """CRC-32 of an array's (or scalar's, or string array's UTF-8) data bytes."""
+    """CRC-32 of an array's (or scalar's, or string array's UTF-8) data bytes.
+
+    Args:
+        data: an array, a NumPy scalar or a string.
+
+    Returns:
+        The CRC-32, an int in [0, 2**32).
+    """
     array = np.asarray(data)
     if array.dtype.kind == "O" or h5py.check_string_dtype(array.dtype) is not None:
         text = array.item()
@@ -262,6 +273,10 @@ def check_storage(dataset: h5py.Dataset, where: str) -> None:
     is virtual (its values come from other files), keeps its data in external files, is
     filtered (compressed: a small file could expand without bound), or declares more
     data than the whole file holds is damaged or crafted.
+
+    Args:
+        dataset: the HDF5 dataset.
+        where: its dotted location, for the message.
 
     Raises:
         CheckpointError: naming the file and the dataset.

@@ -1,7 +1,9 @@
 """Layers: ``Module`` and ``Parameter``, containers, and every built-in layer and loss.
 
 Also reachable as ``nnkit.nn`` (with ``nnkit.nn.functional``, ``nnkit.nn.init`` and
-``nnkit.nn.utils``).
+``nnkit.nn.utils``). Whole networks (``Model``, ``Sequential``, functional models) sit
+above the layers and the training loop, in :mod:`nnkit.models`; they are public as
+``nnkit.Model``, ``nnkit.Sequential`` and ``nnkit.nn.Sequential``, not here.
 """
 
 from nnkit.layers.activation import (
@@ -27,12 +29,12 @@ from nnkit.layers.activation import (
     Tanhshrink,
     Threshold,
 )
+from nnkit.layers.activation_more import SELU, Hardtanh, ReLU6, RReLU
 from nnkit.layers.attention import MultiheadAttention, TransformerEncoderLayer
-from nnkit.layers.container import ModuleDict, ModuleList, Sequential
+from nnkit.layers.container import ModuleDict, ModuleList
 from nnkit.layers.conv import Conv1d, Conv2d
 from nnkit.layers.dropout import Dropout
 from nnkit.layers.embedding import Embedding
-from nnkit.layers.functional_model import Functional
 from nnkit.layers.input_layer import Input, InputLayer
 from nnkit.layers.linear import Dense, Flatten, Identity, Linear
 from nnkit.layers.loss import (
@@ -63,7 +65,6 @@ from nnkit.layers.merge import (
     multiply,
     subtract,
 )
-from nnkit.layers.model import Model
 from nnkit.layers.module import Module, NotBuiltError, Parameter
 from nnkit.layers.naming import clear_session
 from nnkit.layers.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
@@ -75,8 +76,6 @@ __all__ = [
     "Module",
     "Parameter",
     "NotBuiltError",
-    "Model",
-    "Sequential",
     "ModuleList",
     "ModuleDict",
     "Linear",
@@ -119,6 +118,10 @@ __all__ = [
     "Hardshrink",
     "Softshrink",
     "Tanhshrink",
+    "Hardtanh",
+    "ReLU6",
+    "SELU",
+    "RReLU",
     "CrossEntropyLoss",
     "NLLLoss",
     "MSELoss",
@@ -129,7 +132,6 @@ __all__ = [
     "BCEWithLogitsLoss",
     "Input",
     "InputLayer",
-    "Functional",
     "KerasTensor",
     "clear_session",
     "Concatenate",

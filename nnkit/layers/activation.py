@@ -14,6 +14,14 @@ from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
 from nnkit.layers.module import Module, Parameter
 
+
+def _inplace(layer, head: str = "") -> str:
+    """``extra_repr`` with ``inplace=True`` appended when set, as PyTorch prints it."""
+    if not layer.inplace:
+        return head
+    return f"{head}, inplace=True" if head else "inplace=True"
+
+
 __all__ = [
     "ReLU",
     "LeakyReLU",
@@ -44,7 +52,12 @@ class ReLU(Module):
     """max(0, x), elementwise.
 
     Args:
-        inplace: accepted for PyTorch compatibility; the result is always a new tensor.
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> ReLU()(x)
+        tensor([0.0000, 0.5000, 2.0000])
     """
 
     def __init__(self, inplace: bool = False) -> None:
@@ -52,11 +65,23 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return relu(input)
+        return F.relu(input, inplace=True) if self.inplace else relu(input)
+
+    def extra_repr(self) -> str:
+        return _inplace(self)
 
 
 class LeakyReLU(Module):
-    """x for x ≥ 0, ``negative_slope`` · x otherwise."""
+    """x for x ≥ 0, ``negative_slope`` · x otherwise.
+
+    Args:
+        negative_slope: the slope for negative inputs.
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> LeakyReLU(0.1)(nnkit.tensor([-2.0, 3.0]))
+        tensor([-0.2000,  3.0000])
+    """
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
@@ -64,14 +89,27 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return _inplace(self, f"negative_slope={self.negative_slope}")
 
 
 class GELU(Module):
-    """x · Φ(x) (``approximate='tanh'`` uses the tanh approximation)."""
+    """x · Φ(x), Φ the standard normal CDF.
+
+    Args:
+        approximate: ``'none'`` (the exact erf form) or ``'tanh'`` (the tanh
+            approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))).
+
+    Raises:
+        ValueError: for another ``approximate``.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> GELU()(x)
+        tensor([-0.1587,  0.3457,  1.9545])
+    """
 
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
@@ -89,18 +127,40 @@ class GELU(Module):
 
 
 class SiLU(Module):
-    """x · σ(x) (also called swish)."""
+    """x · σ(x) (also called swish).
+
+    Args:
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> SiLU()(x)
+        tensor([-0.2689,  0.3112,  1.7616])
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input)
+        return F.silu(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace(self)
 
 
 class ELU(Module):
-    """x for x > 0, α (eˣ − 1) otherwise."""
+    """x for x > 0, α (eˣ − 1) otherwise.
+
+    Args:
+        alpha: α, the value approached as x → −∞ is −α.
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> ELU()(x)
+        tensor([-0.6321,  0.5000,  2.0000])
+    """
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
@@ -108,21 +168,33 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return _inplace(self, f"alpha={self.alpha}")
 
 
 class Sigmoid(Module):
-    """1 / (1 + e⁻ˣ), elementwise."""
+    """1 / (1 + e⁻ˣ), elementwise.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Sigmoid()(x)
+        tensor([0.2689, 0.6225, 0.8808])
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         return sigmoid(input)
 
 
 class Tanh(Module):
-    """tanh(x), elementwise."""
+    """tanh(x), elementwise.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Tanh()(x)
+        tensor([-0.7616,  0.4621,  0.9640])
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         return tanh(input)
@@ -134,6 +206,10 @@ class Softmax(Module):
     Args:
         dim: the dimension to normalise. Deviation from PyTorch: ``None`` means the last
             dimension (Keras's ``axis=-1``), not PyTorch's deprecated implicit choice.
+
+    Example:
+        >>> Softmax(dim=-1)(nnkit.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[0.0900, 0.2447, 0.6652]])
     """
 
     def __init__(self, dim: int | None = None) -> None:
@@ -148,7 +224,16 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
-    """log(softmax(x)) along ``dim`` (``None`` means the last dimension, as in Softmax)."""
+    """log(softmax(x)) along ``dim``, computed stably.
+
+    Args:
+        dim: the dimension to normalise; ``None`` means the last one (as in
+            :class:`Softmax`).
+
+    Example:
+        >>> LogSoftmax(dim=-1)(nnkit.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[-2.4076, -1.4076, -0.4076]])
+    """
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -162,7 +247,18 @@ class LogSoftmax(Module):
 
 
 class Softplus(Module):
-    """(1/β) log(1 + e^(βx)), linear above ``threshold``."""
+    """(1/β) log(1 + e^(βx)), a smooth ReLU.
+
+    Args:
+        beta: β.
+        threshold: where βx exceeds it, the output is x itself (for
+            numerical stability, as in PyTorch).
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Softplus()(x)
+        tensor([0.3133, 0.9741, 2.1269])
+    """
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
@@ -207,8 +303,17 @@ def get_activation(identifier) -> Callable[[Tensor], Tensor] | None:
             'log_softmax' 'gelu' 'silu' 'swish' 'elu' 'leaky_relu' 'softplus'``, or a
             callable (a function or a Module) taking and returning a Tensor.
 
+    Returns:
+        The function (``identifier`` itself for a callable), or None for no activation.
+
     Raises:
         ValueError: for an unknown name.
+
+    Example:
+        >>> get_activation('relu')(nnkit.tensor([-1.0, 0.5]))
+        tensor([0.0000, 0.5000])
+        >>> get_activation(None) is None
+        True
     """
     if identifier is None or identifier == "linear":
         return None
@@ -225,40 +330,79 @@ def get_activation(identifier) -> Callable[[Tensor], Tensor] | None:
 # ------------------------------------------------------------------------------------------
 # Activations of issue 13: thin Modules over nnkit.nn.functional.
 class Hardswish(Module):
-    """x · relu6(x + 3) / 6 (``inplace`` is accepted; the result is always new)."""
+    """x · relu6(x + 3) / 6.
+
+    Args:
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Hardswish()(x)
+        tensor([-0.3333,  0.2917,  1.6667])
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardswish(input)
+        return F.hardswish(input, self.inplace)
 
 
 class Hardsigmoid(Module):
-    """relu6(x + 3) / 6 (``inplace`` is accepted; the result is always new)."""
+    """relu6(x + 3) / 6.
+
+    Args:
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Hardsigmoid()(x)
+        tensor([0.3333, 0.5833, 0.8333])
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardsigmoid(input)
+        return F.hardsigmoid(input, self.inplace)
 
 
 class Mish(Module):
-    """x · tanh(softplus(x))."""
+    """x · tanh(softplus(x)).
+
+    Args:
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Mish()(x)
+        tensor([-0.3034,  0.3752,  1.9440])
+    """
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.mish(input)
+        return F.mish(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace(self)
 
 
 class GLU(Module):
-    """a · σ(b) for the two halves of the input along ``dim``."""
+    """a · σ(b) for the two halves a, b of the input along ``dim``.
+
+    Args:
+        dim: the dimension split in two; its size must be even (the output has half
+            of it).
+
+    Example:
+        >>> GLU()(nnkit.tensor([[1.0, 2.0, 0.0, 0.0]]))    # [1, 2] * sigmoid([0, 0])
+        tensor([[0.5000, 1.0000]])
+    """
 
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
@@ -273,7 +417,22 @@ class GLU(Module):
 
 class PReLU(Module):
     """x for x > 0, a · x otherwise, with a learnable slope ``a`` (``weight``): one for all
-    channels or one per channel (``num_parameters``, dimension 1 of the input)."""
+    channels or one per channel (``num_parameters``, dimension 1 of the input).
+
+    Args:
+        num_parameters: 1, or the number of channels.
+        init: the initial value of every slope.
+        device: where the weight is created.
+        dtype: the weight's dtype.
+
+    Raises:
+        ValueError: if ``num_parameters`` is not positive.
+
+    Example:
+        >>> prelu = PReLU()
+        >>> prelu(nnkit.tensor([-1.0, 0.5, 2.0])).tolist()    # slope 0.25 (learnable)
+        [-0.25, 0.5, 2.0]
+    """
 
     def __init__(
         self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None
@@ -296,7 +455,17 @@ class PReLU(Module):
 
 
 class CELU(Module):
-    """max(0, x) + min(0, α (exp(x / α) − 1))."""
+    """max(0, x) + min(0, α (exp(x / α) − 1)).
+
+    Args:
+        alpha: α.
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> CELU(alpha=0.5)(x)
+        tensor([-0.4323,  0.5000,  2.0000])
+    """
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
@@ -304,21 +473,38 @@ class CELU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.celu(input, self.alpha)
+        return F.celu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return _inplace(self, f"alpha={self.alpha}")
 
 
 class Softsign(Module):
-    """x / (1 + |x|)."""
+    """``x / (1 + |x|)``.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Softsign()(x)
+        tensor([-0.5000,  0.3333,  0.6667])
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         return F.softsign(input)
 
 
 class Threshold(Module):
-    """``value`` where x ≤ ``threshold``, else x."""
+    """``value`` where x ≤ ``threshold``, else x.
+
+    Args:
+        threshold: the threshold.
+        value: what replaces the inputs at or below it.
+        inplace: write the result into the input and return that tensor, as PyTorch does.
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Threshold(0.6, -0.5)(x)
+        tensor([-0.5000, -0.5000,  2.0000])
+    """
 
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
@@ -327,14 +513,22 @@ class Threshold(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.threshold(input, self.threshold, self.value)
+        return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}"
+        return _inplace(self, f"threshold={self.threshold}, value={self.value}")
 
 
 class Hardshrink(Module):
-    """0 on [−λ, λ], x elsewhere."""
+    """0 on [−λ, λ], x elsewhere.
+
+    Args:
+        lambd: λ.
+
+    Example:
+        >>> Hardshrink(0.5)(nnkit.tensor([-1.0, 0.25, 2.5]))
+        tensor([-1.0000,  0.0000,  2.5000])
+    """
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
@@ -348,7 +542,15 @@ class Hardshrink(Module):
 
 
 class Softshrink(Module):
-    """0 on [−λ, λ], else x moved λ towards 0."""
+    """0 on [−λ, λ], else x moved λ towards 0.
+
+    Args:
+        lambd: λ.
+
+    Example:
+        >>> Softshrink(0.5)(nnkit.tensor([-1.0, 0.25, 2.5]))
+        tensor([-0.5000,  0.0000,  2.0000])
+    """
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
@@ -362,7 +564,13 @@ class Softshrink(Module):
 
 
 class Tanhshrink(Module):
-    """x − tanh(x)."""
+    """x − tanh(x).
+
+    Example:
+        >>> x = nnkit.tensor([-1.0, 0.5, 2.0])
+        >>> Tanhshrink()(x)
+        tensor([-0.2384,  0.0379,  1.0360])
+    """
 
     def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)

@@ -49,7 +49,10 @@ class Configurable:
             NotImplementedError: if the constructor's arguments are unknown.
 
         Example:
-            >>> Dense(4, activation="relu").get_config()["units"]
+            >>> config = nn.Dense(4, activation="relu").get_config()
+            >>> config["units"], config["activation"]
+            (4, 'relu')
+            >>> nn.Dense.from_config(config).units
             4
         """
         recorded = self.__dict__.get("_init_arguments")
@@ -64,6 +67,8 @@ class Configurable:
         config = {"name": self.name} if isinstance(getattr(self, "name", None), str) else {}
         for name, parameter in list(signature.parameters.items())[1:]:
             value = bound.arguments[name]
+            if name == "name" and "name" in config:  # the name given, or the one chosen
+                continue
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:
                 config.update(value)
             else:
@@ -85,7 +90,11 @@ class Configurable:
         return cls(*args, **config)
 
     def get_build_config(self) -> dict | None:
-        """The input shape a lazily built layer was built for (None if not lazy)."""
+        """The input shape a lazily built layer was built for (None if not lazy).
+
+        Returns:
+            ``{'input_shape': [...]}``, or None.
+        """
         shape = self.__dict__.get("_build_shape")
         return None if shape is None else {"input_shape": list(shape)}
 

@@ -1,136 +1,19 @@
-"""Containers: ``Sequential`` (a Model), ``ModuleList`` and ``ModuleDict``."""
+"""Containers: ``ModuleList`` and ``ModuleDict`` (``Sequential``, a Model, is in
+:mod:`nnkit.models.sequential`)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
-from nnkit.layers.model import Model
 from nnkit.layers.module import Module
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["ModuleList", "ModuleDict"]
 
 
 def _index(idx: int, n: int, owner: str) -> int:
     if not -n <= idx < n:
         raise IndexError(f"index {idx} is out of range for {owner} of length {n}")
     return idx % n
-
-
-class Sequential(Model):
-    """Layers applied one after the other; the output of each is the input of the next.
-
-    Accepts the layers as arguments (PyTorch), as one list (Keras) or as an
-    ``OrderedDict`` of named layers. Layers are named ``'0'``, ``'1'``, ... unless named.
-
-    Example:
-        >>> model = Sequential(Conv2d(1, 8, 3), ReLU(), Flatten(), Dense(10))
-        >>> model = Sequential([Dense(64, activation="relu"), Dense(10)])
-        >>> model[0]          # the first layer; model[1:] is a Sequential
-    """
-
-    def __init__(self, *args) -> None:
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], Mapping):
-            for name, module in args[0].items():
-                self.add_module(name, module)
-            return
-        if len(args) == 1 and isinstance(args[0], (list, tuple)):
-            args = tuple(args[0])
-        for module in args:
-            self.append(module)
-
-    def get_config(self) -> dict:
-        """``{'layers': [...]}`` (and their names unless ``'0'``, ``'1'``, ...); a subclass
-        with its own constructor describes itself by that constructor's arguments."""
-        if getattr(type(self).__init__, "__wrapped__", None) is not _SEQUENTIAL_INIT:
-            return super().get_config()
-        names = list(self._modules)
-        config = {"layers": list(self._modules.values())}
-        if names != [str(i) for i in range(len(names))]:
-            config["names"] = names
-        return config
-
-    @classmethod
-    def from_config(cls, config: dict) -> Sequential:
-        """A Sequential from :meth:`get_config`'s dict."""
-        if getattr(cls.__init__, "__wrapped__", None) is not _SEQUENTIAL_INIT:
-            return super().from_config(config)
-        layers, names = config["layers"], config.get("names")
-        return cls(OrderedDict(zip(names, layers))) if names else cls(list(layers))
-
-    def forward(self, input):
-        for module in self._modules.values():
-            input = module(input)
-        return input
-
-    def append(self, module: Module) -> "Sequential":
-        """Add ``module`` at the end; returns self."""
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential takes Modules, got {type(module).__name__}")
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def add(self, layer: Module) -> None:
-        """Keras spelling of :meth:`append`."""
-        self.append(layer)
-
-    def extend(self, modules: Iterable[Module]) -> "Sequential":
-        """Append every module of ``modules``; returns self."""
-        for module in modules:
-            self.append(module)
-        return self
-
-    def insert(self, index: int, module: Module) -> "Sequential":
-        """Insert ``module`` before position ``index`` (layers are renumbered)."""
-        items = list(self._modules.values())
-        n = len(items)
-        if not -n <= index <= n:
-            raise IndexError(f"index {index} is out of range for Sequential of length {n}")
-        items.insert(index % (n + 1) if index < 0 else index, module)
-        self._renumber(items)
-        return self
-
-    def pop(self, index: int = -1) -> Module:
-        """Remove and return the layer at ``index`` (the rest are renumbered)."""
-        module = self[index]
-        del self[index]
-        return module
-
-    def _renumber(self, items: list) -> None:
-        self._modules.clear()
-        for module in items:
-            self.append(module)
-
-    def __getitem__(self, idx):
-        """The layer at ``idx``, or a new Sequential of the layers in a slice."""
-        items = list(self._modules.items())
-        if isinstance(idx, slice):
-            return Sequential(OrderedDict(items[idx]))
-        return items[_index(idx, len(items), "Sequential")][1]
-
-    def __setitem__(self, idx: int, module: Module) -> None:
-        key = list(self._modules)[_index(idx, len(self._modules), "Sequential")]
-        setattr(self, key, module)
-
-    def __delitem__(self, idx) -> None:
-        items = list(self._modules.values())
-        if isinstance(idx, slice):
-            del items[idx]
-        else:
-            del items[_index(idx, len(items), "Sequential")]
-        self._renumber(items)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    @property
-    def layers(self) -> list[Module]:
-        """The layers, in order (Keras name)."""
-        return list(self._modules.values())
 
 
 class ModuleList(Module):
@@ -144,7 +27,15 @@ class ModuleList(Module):
         modules: the modules to start with.
 
     Example:
-        >>> blocks = ModuleList([Linear(8, 8) for _ in range(3)])
+        >>> blocks = ModuleList([nn.Linear(8, 8) for _ in range(3)])
+        >>> _ = blocks.append(nn.Linear(8, 2))   # returns the list, as in PyTorch
+        >>> len(blocks), len(list(blocks.parameters()))
+        (4, 8)
+        >>> x = nnkit.randn(4, 8)
+        >>> for block in blocks:
+        ...     x = block(x)
+        >>> x.shape
+        (4, 2)
     """
 
     def __init__(self, modules: Iterable[Module] | None = None) -> None:
@@ -215,8 +106,12 @@ class ModuleDict(Module):
         modules: a mapping (or an iterable of ``(key, module)`` pairs) to start with.
 
     Example:
-        >>> heads = ModuleDict({"cls": Linear(8, 10), "box": Linear(8, 4)})
-        >>> heads["cls"](features)
+        >>> heads = ModuleDict({"cls": nn.Linear(8, 10), "box": nn.Linear(8, 4)})
+        >>> features = nnkit.randn(2, 8)
+        >>> heads["cls"](features).shape, list(heads.keys())
+        ((2, 10), ['cls', 'box'])
+        >>> [name for name, _ in heads.named_parameters()]
+        ['cls.weight', 'cls.bias', 'box.weight', 'box.bias']
     """
 
     def __init__(self, modules: Mapping[str, Module] | Iterable | None = None) -> None:
@@ -247,12 +142,15 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
+        """The keys, in insertion order."""
         return self._modules.keys()
 
     def items(self):
+        """The ``(key, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def pop(self, key: str) -> Module:
@@ -273,6 +171,3 @@ class ModuleDict(Module):
         raise NotImplementedError(
             "ModuleDict is a container, not a layer: index it in your forward"
         )
-
-
-_SEQUENTIAL_INIT = Sequential.__init__.__wrapped__

@@ -139,6 +139,8 @@ class _ConvNd(Module):
 class Conv1d(_ConvNd):
     """1-d convolution over inputs of shape ``(N, C_in, L)`` → ``(N, C_out, L_out)``.
 
+    An unbatched input ``(C_in, L)`` gives ``(C_out, L_out)``, as in PyTorch.
+
     Args:
         in_channels: channels of the input.
         out_channels: channels produced.
@@ -165,6 +167,7 @@ class Conv2d(_ConvNd):
     """2-d convolution over inputs of shape ``(N, C_in, H, W)`` → ``(N, C_out, H_out, W_out)``.
 
     H_out = ⌊(H + 2·padding − dilation·(kernel − 1) − 1) / stride⌋ + 1 (likewise W).
+    An unbatched input ``(C_in, H, W)`` gives ``(C_out, H_out, W_out)``, as in PyTorch.
 
     Args:
         in_channels: channels of the input.

@@ -15,14 +15,19 @@ class Dropout(Module):
 
     Args:
         p: the probability of zeroing an element, in [0, 1].
-        inplace: accepted for PyTorch compatibility; the result is always a new tensor.
+        inplace: while training, write the result into the input and return it (as
+            PyTorch; see :func:`nnkit.nn.functional.dropout`).
 
     Raises:
         ValueError: if ``p`` is outside [0, 1].
 
     Example:
-        >>> drop = Dropout(0.2)
-        >>> drop.eval()(x) is x   # no-op in eval mode
+        >>> drop = Dropout(0.5)
+        >>> x = nnkit.ones(8)
+        >>> drop(x).tolist()       # training: zeros, and the rest scaled by 1/(1-p) = 2
+        [0.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0]
+        >>> drop.eval()(x) is x   # the identity in eval mode
+        True
     """
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
@@ -35,7 +40,7 @@ class Dropout(Module):
     def forward(self, input: Tensor) -> Tensor:
         if not self.training or self.p == 0:
             return input
-        return F.dropout(input, self.p, True)
+        return F.dropout(input, self.p, True, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

@@ -85,7 +85,16 @@ class Embedding(Module):
     def from_pretrained(
         cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None
     ) -> "Embedding":
-        """An Embedding whose table is (a copy of) ``embeddings``; frozen by default."""
+        """An Embedding whose table is (a copy of) ``embeddings``; frozen by default.
+
+        Args:
+            embeddings: the table, of shape ``(num_embeddings, embedding_dim)``.
+            freeze: keep the table fixed (``weight.requires_grad`` False).
+            padding_idx: as for the constructor.
+
+        Returns:
+            The new Embedding.
+        """
         if embeddings.ndim != 2:
             raise ValueError(
                 f"Embeddings parameter is expected to be 2-dimensional, got shape "

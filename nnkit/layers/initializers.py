@@ -38,8 +38,19 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     ``linear``, ``conv*`` and ``sigmoid``: 1; ``tanh``: 5/3; ``relu``: √2;
     ``leaky_relu``: √(2 / (1 + slope²)) with slope ``param`` (default 0.01); ``selu``: 3/4.
 
+    Args:
+        nonlinearity: the activation's name (``'relu'``, ``'tanh'``, ``'conv2d'``, ...).
+        param: the negative slope of ``'leaky_relu'`` (ignored otherwise).
+
+    Returns:
+        The gain, a float.
+
     Raises:
         ValueError: for an unknown nonlinearity or a non-numeric ``param``.
+
+    Example:
+        >>> calculate_gain("tanh"), calculate_gain("leaky_relu", 0.2)
+        (1.6666666666666667, 1.3867504905630728)
     """
     linear = {
         "linear",
@@ -93,13 +104,31 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    """Fill ``tensor`` with draws from U(a, b)."""
+    """Fill ``tensor`` with draws from U(a, b).
+
+    Args:
+        tensor: the tensor to fill in place (its values, not its autograd history).
+        a: the lower bound.
+        b: the upper bound.
+
+    Returns:
+        ``tensor``.
+    """
     with no_grad():
         return tensor.uniform_(a, b)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Fill ``tensor`` with draws from N(mean, std²)."""
+    """Fill ``tensor`` with draws from N(mean, std²).
+
+    Args:
+        tensor: the tensor to fill in place (its values, not its autograd history).
+        mean: the mean.
+        std: the standard deviation.
+
+    Returns:
+        ``tensor``.
+    """
     with no_grad():
         return tensor.normal_(mean, std)
 
@@ -107,7 +136,18 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 def trunc_normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0
 ) -> Tensor:
-    """Fill ``tensor`` with N(mean, std²) draws redrawn until they lie in [a, b]."""
+    """Fill ``tensor`` with N(mean, std²) draws redrawn until they lie in [a, b].
+
+    Args:
+        tensor: the tensor to fill in place (its values, not its autograd history).
+        mean: the mean of the normal distribution.
+        std: its standard deviation.
+        a: the lower cut-off (an absolute value, as in PyTorch, not in units of std).
+        b: the upper cut-off.
+
+    Returns:
+        ``tensor``.
+    """
     with no_grad():
         tensor.normal_(mean, std)
         for _ in range(100):
@@ -120,30 +160,79 @@ def trunc_normal_(
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
-    """Fill ``tensor`` with ``val``."""
+    """Fill ``tensor`` with ``val``.
+
+    Args:
+        tensor: the tensor to fill in place (its values, not its autograd history).
+        val: the value.
+
+    Returns:
+        ``tensor``.
+
+    Example:
+        >>> constant_(nnkit.empty(2, 3), 0.5)
+        tensor([[0.5000, 0.5000, 0.5000],
+                [0.5000, 0.5000, 0.5000]])
+    """
     with no_grad():
         return tensor.fill_(val)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
-    """Fill ``tensor`` with zeros."""
+    """Fill ``tensor`` with zeros.
+
+    Args:
+        tensor: the tensor to fill in place (its values, not its autograd history).
+
+    Returns:
+        ``tensor``.
+    """
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
-    """Fill ``tensor`` with ones."""
+    """Fill ``tensor`` with ones.
+
+    Args:
+        tensor: the tensor to fill in place (its values, not its autograd history).
+
+    Returns:
+        ``tensor``.
+    """
     return constant_(tensor, 1.0)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
-    """Glorot uniform: U(-a, a) with a = gain · √(6 / (fan_in + fan_out))."""
+    """Glorot uniform: U(-a, a) with a = gain · √(6 / (fan_in + fan_out)).
+
+    Args:
+        tensor: the weight to fill in place, of at least 2 dimensions.
+        gain: the scale factor (see :func:`calculate_gain`).
+
+    Returns:
+        ``tensor``.
+
+    Raises:
+        ValueError: for a tensor of fewer than 2 dimensions.
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
-    """Glorot normal: N(0, std²) with std = gain · √(2 / (fan_in + fan_out))."""
+    """Glorot normal: N(0, std²) with std = gain · √(2 / (fan_in + fan_out)).
+
+    Args:
+        tensor: the weight to fill in place, of at least 2 dimensions.
+        gain: the scale factor (see :func:`calculate_gain`).
+
+    Returns:
+        ``tensor``.
+
+    Raises:
+        ValueError: for a tensor of fewer than 2 dimensions.
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
@@ -154,6 +243,25 @@ def kaiming_uniform_(
     """He uniform: U(-b, b) with b = gain · √(3 / fan), gain = ``calculate_gain(nonlinearity, a)``.
 
     ``Linear`` and ``Conv*`` use ``a=√5``, which gives U(±1/√fan_in).
+
+    Args:
+        tensor: the weight to fill in place, of at least 2 dimensions.
+        a: the negative slope of ``'leaky_relu'`` (ignored for other nonlinearities).
+        mode: ``'fan_in'`` (preserves the forward variance) or ``'fan_out'`` (the
+            backward's).
+        nonlinearity: the activation that follows (see :func:`calculate_gain`).
+
+    Returns:
+        ``tensor``.
+
+    Raises:
+        ValueError: for an unknown ``mode`` or nonlinearity, or fewer than 2 dimensions.
+
+    Example:
+        >>> w = kaiming_uniform_(nnkit.empty(256, 100), nonlinearity="relu")
+        >>> bound = 6 ** 0.5 / 10           # gain √2 times √(3 / fan_in)
+        >>> bool(w.abs().max() <= bound)
+        True
     """
     gain = calculate_gain(nonlinearity, a)
     bound = gain * math.sqrt(3.0 / _fan(tensor, mode))
@@ -163,14 +271,32 @@ def kaiming_uniform_(
 def kaiming_normal_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"
 ) -> Tensor:
-    """He normal: N(0, std²) with std = gain / √fan."""
+    """He normal: N(0, std²) with std = gain / √fan.
+
+    Args:
+        tensor: the weight to fill in place, of at least 2 dimensions.
+        a: the negative slope of ``'leaky_relu'`` (ignored for other nonlinearities).
+        mode: ``'fan_in'`` or ``'fan_out'``.
+        nonlinearity: the activation that follows (see :func:`calculate_gain`).
+
+    Returns:
+        ``tensor``.
+
+    Raises:
+        ValueError: for an unknown ``mode`` or nonlinearity, or fewer than 2 dimensions.
+    """
     gain = calculate_gain(nonlinearity, a)
     return normal_(tensor, 0.0, gain / math.sqrt(_fan(tensor, mode)))
 
 
 def torch_default_(weight: Tensor, bias: Tensor | None = None) -> None:
     """PyTorch's default for Linear and Conv: ``kaiming_uniform_(a=√5)`` weights and
-    bias drawn from U(±1/√fan_in)."""
+    bias drawn from U(±1/√fan_in).
+
+    Args:
+        weight: the weight, filled in place.
+        bias: the bias, filled in place (None: no bias).
+    """
     kaiming_uniform_(weight, a=math.sqrt(5))
     if bias is not None:
         fan_in, _ = _calculate_fan_in_and_fan_out(weight)
@@ -205,8 +331,19 @@ _KERAS_NAMES: dict[str, Callable[[Tensor], Tensor]] = {
 def get_initializer(identifier) -> Callable[[Tensor], Tensor]:
     """The in-place initializer for a Keras name (``'glorot_uniform'``) or a callable.
 
+    Args:
+        identifier: a Keras initializer name (``'glorot_uniform'``, ``'he_normal'``,
+            ``'zeros'``, ...) or a callable ``fn(tensor) -> tensor`` (returned as is).
+
+    Returns:
+        A function that fills a tensor in place and returns it.
+
     Raises:
         ValueError: for an unknown name.
+
+    Example:
+        >>> get_initializer("ones")(nnkit.empty(3)).tolist()
+        [1.0, 1.0, 1.0]
     """
     if callable(identifier):
         return identifier

@@ -152,7 +152,12 @@ class Dense(Module):
 
 
 class Identity(Module):
-    """Returns its input unchanged (arguments are accepted and ignored)."""
+    """Returns its input unchanged (arguments are accepted and ignored).
+
+    Args:
+        *args: ignored (PyTorch accepts and ignores them too).
+        **kwargs: ignored.
+    """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
@@ -163,6 +168,10 @@ class Identity(Module):
 
 class Flatten(Module):
     """Flattens dimensions ``start_dim`` … ``end_dim`` into one (default: all but batch).
+
+    Args:
+        start_dim: the first dimension to flatten (negative counts from the end).
+        end_dim: the last dimension to flatten, included.
 
     Example:
         >>> Flatten()(nnkit.zeros(32, 1, 5, 5)).shape

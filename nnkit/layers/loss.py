@@ -57,7 +57,11 @@ class CrossEntropyLoss(_WeightedLoss):
         label_smoothing: mixes the target with the uniform distribution, in [0, 1].
 
     Example:
-        >>> loss = CrossEntropyLoss()(nnkit.randn(3, 5), nnkit.tensor([1, 0, 4]))
+        >>> logits = nnkit.tensor([[2.0, 0.5, 0.1], [0.1, 0.2, 3.0]])
+        >>> CrossEntropyLoss()(logits, nnkit.tensor([0, 2]))
+        tensor(0.2132)
+        >>> CrossEntropyLoss(reduction="none", label_smoothing=0.1)(logits, nnkit.tensor([0, 2]))
+        tensor([0.4301, 0.2996])
     """
 
     def __init__(
@@ -94,6 +98,11 @@ class NLLLoss(_WeightedLoss):
         weight: per-class weights, shape ``(C,)``.
         ignore_index: a target value that contributes nothing.
         reduction: ``'mean'``, ``'sum'`` or ``'none'``.
+
+    Example:
+        >>> log_probs = F.log_softmax(nnkit.tensor([[2.0, 0.5, 0.1], [0.1, 0.2, 3.0]]), -1)
+        >>> NLLLoss()(log_probs, nnkit.tensor([0, 2]))
+        tensor(0.2132)
     """
 
     def __init__(
@@ -113,25 +122,50 @@ class NLLLoss(_WeightedLoss):
 
 
 class MSELoss(_Loss):
-    """Mean squared error: (xₙ − yₙ)², reduced."""
+    """Mean squared error: (xₙ − yₙ)², reduced.
+
+    Args:
+        reduction: ``'mean'``, ``'sum'`` or ``'none'`` (one value per element).
+
+    Example:
+        >>> x, y = nnkit.tensor([0.5, 2.0, -1.0]), nnkit.tensor([0.0, 0.0, 0.0])
+        >>> MSELoss()(x, y)
+        tensor(1.7500)
+        >>> MSELoss(reduction='none')(x, y)
+        tensor([0.2500, 4.0000, 1.0000])
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
-    """Mean absolute error: |xₙ − yₙ|, reduced."""
+    """Mean absolute error: ``|xₙ − yₙ|``, reduced.
+
+    Args:
+        reduction: ``'mean'``, ``'sum'`` or ``'none'`` (one value per element).
+
+    Example:
+        >>> x, y = nnkit.tensor([0.5, 2.0, -1.0]), nnkit.tensor([0.0, 0.0, 0.0])
+        >>> L1Loss()(x, y)
+        tensor(1.1667)
+    """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class HuberLoss(_Loss):
-    """½(x − y)² where |x − y| < delta, delta·(|x − y| − ½ delta) elsewhere.
+    """``½(x − y)²`` where ``|x − y| < delta``, ``delta·(|x − y| − ½ delta)`` elsewhere.
 
     Args:
         reduction: ``'mean'``, ``'sum'`` or ``'none'``.
         delta: where the loss turns from quadratic to linear (> 0).
+
+    Example:
+        >>> x, y = nnkit.tensor([0.5, 2.0, -1.0]), nnkit.tensor([0.0, 0.0, 0.0])
+        >>> HuberLoss(delta=1.0)(x, y)
+        tensor(0.7083)
     """
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
@@ -143,11 +177,16 @@ class HuberLoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    """½(x − y)²/beta where |x − y| < beta, |x − y| − ½ beta elsewhere (Huber / beta).
+    """``½(x − y)²/beta`` where ``|x − y| < beta``, ``|x − y| − ½ beta`` elsewhere (Huber / beta).
 
     Args:
         reduction: ``'mean'``, ``'sum'`` or ``'none'``.
         beta: where the loss turns from quadratic to linear (≥ 0).
+
+    Example:
+        >>> x, y = nnkit.tensor([0.5, 2.0, -1.0]), nnkit.tensor([0.0, 0.0, 0.0])
+        >>> SmoothL1Loss(beta=0.5)(x, y)
+        tensor(0.9167)
     """
 
     def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
@@ -164,6 +203,10 @@ class BCELoss(_WeightedLoss):
     Args:
         weight: a rescaling weight broadcast against the input.
         reduction: ``'mean'``, ``'sum'`` or ``'none'``.
+
+    Example:
+        >>> BCELoss()(nnkit.tensor([0.9, 0.2]), nnkit.tensor([1.0, 0.0]))
+        tensor(0.1643)
     """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -177,6 +220,13 @@ class BCEWithLogitsLoss(_WeightedLoss):
         weight: a rescaling weight broadcast against the input.
         reduction: ``'mean'``, ``'sum'`` or ``'none'``.
         pos_weight: weight of positive examples, per class.
+
+    Example:
+        >>> logits, target = nnkit.tensor([2.0, -1.0]), nnkit.tensor([1.0, 0.0])
+        >>> BCEWithLogitsLoss()(logits, target)
+        tensor(0.2201)
+        >>> BCEWithLogitsLoss(pos_weight=nnkit.tensor([3.0]))(logits, target)
+        tensor(0.3470)
     """
 
     def __init__(

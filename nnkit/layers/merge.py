@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from nnkit.autograd.ops import cat
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.module import Module
 
@@ -93,7 +94,10 @@ class Add(_Elementwise):
     """The sum of a list of tensors (Keras's ``Add``).
 
     Example:
-        >>> Add()([x1, x2, x3])     # x1 + x2 + x3
+        >>> x1, x2 = nnkit.ones(2, 3), nnkit.full((2, 3), 2.0)
+        >>> x3 = nnkit.arange(6.0).reshape(2, 3)
+        >>> Add()([x1, x2, x3]).tolist()     # x1 + x2 + x3
+        [[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]
     """
 
     def _combine(self, inputs: list[Tensor]) -> Tensor:
@@ -104,7 +108,13 @@ class Add(_Elementwise):
 
 
 class Subtract(_Elementwise):
-    """``inputs[0] - inputs[1]``, for exactly two tensors (Keras's ``Subtract``)."""
+    """``inputs[0] - inputs[1]``, for exactly two tensors (Keras's ``Subtract``).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> Subtract()([a, b]).tolist()
+        [[-2.0, 3.0]]
+    """
 
     _min_inputs = 2
 
@@ -118,7 +128,13 @@ class Subtract(_Elementwise):
 
 
 class Multiply(_Elementwise):
-    """The elementwise product of a list of tensors (Keras's ``Multiply``)."""
+    """The elementwise product of a list of tensors (Keras's ``Multiply``).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> Multiply()([a, b]).tolist()
+        [[3.0, 10.0]]
+    """
 
     def _combine(self, inputs: list[Tensor]) -> Tensor:
         out = inputs[0]
@@ -128,7 +144,13 @@ class Multiply(_Elementwise):
 
 
 class Average(_Elementwise):
-    """The elementwise mean of a list of tensors (Keras's ``Average``)."""
+    """The elementwise mean of a list of tensors (Keras's ``Average``).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> Average()([a, b]).tolist()
+        [[2.0, 3.5]]
+    """
 
     def _combine(self, inputs: list[Tensor]) -> Tensor:
         out = inputs[0]
@@ -138,7 +160,13 @@ class Average(_Elementwise):
 
 
 class Maximum(_Elementwise):
-    """The elementwise maximum of a list of tensors (Keras's ``Maximum``)."""
+    """The elementwise maximum of a list of tensors (Keras's ``Maximum``).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> Maximum()([a, b]).tolist()
+        [[3.0, 5.0]]
+    """
 
     def _combine(self, inputs: list[Tensor]) -> Tensor:
         out = inputs[0]
@@ -148,7 +176,13 @@ class Maximum(_Elementwise):
 
 
 class Minimum(_Elementwise):
-    """The elementwise minimum of a list of tensors (Keras's ``Minimum``)."""
+    """The elementwise minimum of a list of tensors (Keras's ``Minimum``).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> Minimum()([a, b]).tolist()
+        [[1.0, 2.0]]
+    """
 
     def _combine(self, inputs: list[Tensor]) -> Tensor:
         out = inputs[0]
@@ -165,6 +199,10 @@ class Concatenate(_Merge):
 
     Raises:
         ValueError: when the inputs' shapes differ other than along ``axis``.
+
+    Example:
+        >>> Concatenate(axis=-1)([nnkit.ones(2, 3), nnkit.zeros(2, 2)]).shape
+        (2, 5)
     """
 
     def __init__(self, axis: int = -1) -> None:
@@ -185,16 +223,10 @@ class Concatenate(_Merge):
                 "except for the concatenation axis. Received: "
                 f"input_shape={shapes}"
             )
-        return _cat(inputs, self.axis)
+        return cat(inputs, self.axis)
 
     def extra_repr(self) -> str:
         return f"axis={self.axis}"
-
-
-def _cat(inputs: list[Tensor], axis: int) -> Tensor:
-    from nnkit.autograd.ops import cat
-
-    return cat(inputs, axis)
 
 
 def _l2_normalize(x: Tensor, axis: int) -> Tensor:
@@ -297,42 +329,146 @@ class Dot(_Merge):
 
 
 def concatenate(inputs: Sequence[Any], axis: int = -1, **kwargs: Any) -> Any:
-    """``Concatenate(axis=axis, **kwargs)(inputs)``."""
+    """``Concatenate(axis=axis, **kwargs)(inputs)``: Keras's functional form.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        axis: the axis to concatenate along.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> concatenate([nnkit.ones(2, 3), nnkit.zeros(2, 1)]).shape
+        (2, 4)
+    """
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
 def add(inputs: Sequence[Any], **kwargs: Any) -> Any:
-    """``Add(**kwargs)(inputs)``."""
+    """``Add(**kwargs)(inputs)``: Keras's functional form of :class:`Add`.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> add([nnkit.ones(2), nnkit.ones(2)]).tolist()
+        [2.0, 2.0]
+    """
     return Add(**kwargs)(inputs)
 
 
 def subtract(inputs: Sequence[Any], **kwargs: Any) -> Any:
-    """``Subtract(**kwargs)(inputs)``."""
+    """``Subtract(**kwargs)(inputs)``: Keras's functional form of :class:`Subtract`.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> subtract([a, b]).tolist()
+        [[-2.0, 3.0]]
+    """
     return Subtract(**kwargs)(inputs)
 
 
 def multiply(inputs: Sequence[Any], **kwargs: Any) -> Any:
-    """``Multiply(**kwargs)(inputs)``."""
+    """``Multiply(**kwargs)(inputs)``: Keras's functional form of :class:`Multiply`.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> multiply([a, b]).tolist()
+        [[3.0, 10.0]]
+    """
     return Multiply(**kwargs)(inputs)
 
 
 def average(inputs: Sequence[Any], **kwargs: Any) -> Any:
-    """``Average(**kwargs)(inputs)``."""
+    """``Average(**kwargs)(inputs)``: Keras's functional form of :class:`Average`.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> average([a, b]).tolist()
+        [[2.0, 3.5]]
+    """
     return Average(**kwargs)(inputs)
 
 
 def maximum(inputs: Sequence[Any], **kwargs: Any) -> Any:
-    """``Maximum(**kwargs)(inputs)``."""
+    """``Maximum(**kwargs)(inputs)``: Keras's functional form of :class:`Maximum`.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> maximum([a, b]).tolist()
+        [[3.0, 5.0]]
+    """
     return Maximum(**kwargs)(inputs)
 
 
 def minimum(inputs: Sequence[Any], **kwargs: Any) -> Any:
-    """``Minimum(**kwargs)(inputs)``."""
+    """``Minimum(**kwargs)(inputs)``: Keras's functional form of :class:`Minimum`.
+
+    Args:
+        inputs: the tensors (or symbolic ``nnkit.Input`` tensors) to merge.
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> a, b = nnkit.tensor([[1.0, 5.0]]), nnkit.tensor([[3.0, 2.0]])
+        >>> minimum([a, b]).tolist()
+        [[1.0, 2.0]]
+    """
     return Minimum(**kwargs)(inputs)
 
 
 def dot(
     inputs: Sequence[Any], axes: int | Sequence[int] = -1, normalize: bool = False, **kwargs: Any
 ) -> Any:
-    """``Dot(axes=axes, normalize=normalize, **kwargs)(inputs)``."""
+    """``Dot(axes=axes, normalize=normalize, **kwargs)(inputs)``: Keras's functional form.
+
+    Args:
+        inputs: two tensors.
+        axes: the axis (or one per input) to take the dot product along.
+        normalize: L2-normalise both inputs along ``axes`` first (cosine similarity).
+        **kwargs: other layer arguments (``name``).
+
+    Returns:
+        The merged tensor (a symbolic tensor for symbolic inputs).
+
+    Example:
+        >>> dot([nnkit.tensor([[1.0, 2.0]]), nnkit.tensor([[3.0, 4.0]])], axes=1).tolist()
+        [[11.0]]
+    """
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

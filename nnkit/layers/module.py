@@ -19,13 +19,19 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import naming
 from nnkit.layers.config import Configurable
+from nnkit.layers.nest import flatten
 from nnkit.layers.parameter import NotBuiltError, Parameter
 from nnkit.layers.placement import Placement
-from nnkit.layers.symbolic import inbound_nodes, is_symbolic_call, symbolic_call
 
 __all__ = ["Module", "Parameter", "NotBuiltError"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def _symbolic_argument(args: tuple, kwargs: dict) -> object | None:
+    """The first KerasTensor among a call's (nested) arguments, known by ``_record_call``
+    (:mod:`~nnkit.layers.symbolic` imports this module, for its operator layers)."""
+    return next((x for x in flatten((args, kwargs)) if hasattr(type(x), "_record_call")), None)
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -76,6 +82,9 @@ class Module(Configurable, Placement):
         name: Keras's layer name: ``name=`` given to any layer, else ``dense``,
             ``dense_1``, ... (:mod:`nnkit.layers.naming`); never a state_dict key here.
 
+    Args:
+        name: Keras's layer name; None gives the snake_case class name made unique.
+
     Example:
         >>> class MLP(Module):
         ...     def __init__(self):
@@ -123,8 +132,10 @@ class Module(Configurable, Placement):
 
     # ------------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
-        if not isinstance(args[0] if args else None, Tensor) and is_symbolic_call(args, kwargs):
-            return symbolic_call(self, args, kwargs)  # functional API: record a graph node
+        if not isinstance(args[0] if args else None, Tensor):
+            symbolic = _symbolic_argument(args, kwargs)
+            if symbolic is not None:  # functional API: record a graph node
+                return symbolic._record_call(self, args, kwargs)
         if not self.built:
             self._build_from(args[0] if args else next(iter(kwargs.values()), None))
         if self._forward_pre_hooks:
@@ -300,7 +311,7 @@ class Module(Configurable, Placement):
             if store is not None and name in store:
                 return store[name]
         if name in ("input", "output") and d.get("_inbound_nodes"):  # Keras's layer.output
-            found = getattr(inbound_nodes(self)[0], f"{name}_tensors")
+            found = getattr(d["_inbound_nodes"][0], f"{name}_tensors")
             return found[0] if len(found) == 1 else found
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
@@ -536,7 +547,12 @@ class Module(Configurable, Placement):
             >>> def init_weights(m):
             ...     if isinstance(m, nnkit.nn.Linear):
             ...         nnkit.nn.init.xavier_uniform_(m.weight)
-            >>> model.apply(init_weights)
+            ...         nnkit.nn.init.zeros_(m.bias)
+            >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+            >>> model.apply(init_weights) is model
+            True
+            >>> model[2].bias.tolist()
+            [0.0, 0.0]
         """
         for child in self.children():
             child.apply(fn)

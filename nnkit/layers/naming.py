@@ -29,14 +29,28 @@ _accepts_name_cache: dict[Callable, bool] = {}
 
 def to_snake_case(name: str) -> str:
     """Keras's ``to_snake_case``: ``'BatchNorm1d'`` → ``'batch_norm1d'``, ``'ReLU'`` →
-    ``'re_lu'``, ``'LSTM'`` → ``'lstm'``."""
+    ``'re_lu'``, ``'LSTM'`` → ``'lstm'``.
+
+    Args:
+        name: a class name (non-word characters are dropped).
+
+    Returns:
+        The snake_case name.
+    """
     name = re.sub(r"\W+", "", name)
     name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
     return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def uniquify(name: str) -> str:
-    """``name`` the first time, then ``name_1``, ``name_2``, ... (per process)."""
+    """``name`` the first time, then ``name_1``, ``name_2``, ... (per process).
+
+    Args:
+        name: the base name.
+
+    Returns:
+        The unique name.
+    """
     with _lock:
         count = _uids[name]
         _uids[name] += 1
@@ -44,7 +58,14 @@ def uniquify(name: str) -> str:
 
 
 def auto_name(prefix: str) -> str:
-    """The next unique name for a class named ``prefix`` (Keras's ``auto_name``)."""
+    """The next unique name for a class named ``prefix`` (Keras's ``auto_name``).
+
+    Args:
+        prefix: the class name.
+
+    Returns:
+        The snake_case name, made unique (``dense``, ``dense_1``, ...).
+    """
     return uniquify(to_snake_case(prefix))
 
 
@@ -70,6 +91,12 @@ def clear_session(free_memory: bool = True) -> None:
 
 def check_name(name: object) -> str:
     """``name`` if it is a valid layer name.
+
+    Args:
+        name: the proposed name.
+
+    Returns:
+        ``name``.
 
     Raises:
         ValueError: if it is not a string or contains ``/`` (Keras's rule).

@@ -39,6 +39,15 @@ class Placement:
         ``to(tensor)`` or keywords. Only floating tensors change dtype. Parameters keep
         their identity (their ``.data`` is swapped), so an optimizer made before the move
         keeps working.
+
+        Args:
+            *args: a device (``'cuda'``, a :class:`~nnkit.Device`), a floating dtype, both, or a
+                Tensor whose device and dtype are taken.
+            device: the target device (keyword form).
+            dtype: the target floating dtype (keyword form).
+
+        Returns:
+            ``self``.
         """
         for a in args:
             if isinstance(a, Tensor):
@@ -66,21 +75,44 @@ class Placement:
         return self._apply(convert)
 
     def cpu(self) -> Any:
-        """Move every parameter and buffer to the CPU."""
+        """Move every parameter and buffer to the CPU.
+
+        Returns:
+            ``self``.
+        """
         return self.to("cpu")
 
     def cuda(self, device=None) -> Any:
-        """Move every parameter and buffer to a CUDA device (default ``cuda:0``)."""
+        """Move every parameter and buffer to a CUDA device (default ``cuda:0``).
+
+        Args:
+            device: the CUDA device (None: ``'cuda'``, device 0).
+
+        Returns:
+            ``self``.
+        """
         return self.to(device if device is not None else "cuda")
 
     def float(self) -> Any:
-        """Cast floating parameters and buffers to float32."""
+        """Cast floating parameters and buffers to float32.
+
+        Returns:
+            ``self``.
+        """
         return self.to(float32)
 
     def double(self) -> Any:
-        """Cast floating parameters and buffers to float64."""
+        """Cast floating parameters and buffers to float64.
+
+        Returns:
+            ``self``.
+        """
         return self.to(float64)
 
     def half(self) -> Any:
-        """Cast floating parameters and buffers to float16."""
+        """Cast floating parameters and buffers to float16.
+
+        Returns:
+            ``self``.
+        """
         return self.to(float16)

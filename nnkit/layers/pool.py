@@ -110,6 +110,10 @@ class AvgPool2d(Module):
 class AdaptiveAvgPool2d(Module):
     """Average pooling to a fixed ``output_size`` (int or (h, w); None keeps that size).
 
+    Args:
+        output_size: the output's (h, w), or one int for both; None in the pair keeps
+            that input size.
+
     Example:
         >>> AdaptiveAvgPool2d(1)(nnkit.randn(2, 16, 7, 7)).shape
         (2, 16, 1, 1)

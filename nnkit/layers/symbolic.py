@@ -20,14 +20,14 @@ what ``summary()`` prints as ``dense[0][0]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from nnkit.autograd.factories import zeros
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import get_default_dtype, to_dtype
-from nnkit.layers import naming
+from nnkit.layers import naming, tensor_ops
+from nnkit.layers.nest import flatten, map_structure, pack_as
 from nnkit.random import get_rng_state, set_rng_state
 
 __all__ = [
@@ -56,43 +56,6 @@ class KerasHistory(NamedTuple):
     tensor_index: int
 
 
-# ---------------------------------------------------------------- structures
-def flatten(struct: Any) -> list:
-    """The leaves of nested lists/tuples/dicts, depth first; dicts in sorted key order
-    (as Keras's ``tree.flatten``)."""
-    out: list = []
-    stack = [struct]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            stack.extend(item[k] for k in reversed(sorted(item)))
-        else:
-            out.append(item)
-    return out
-
-
-def map_structure(fn: Callable[[Any], Any], struct: Any) -> Any:
-    """``struct`` with every leaf replaced by ``fn(leaf)`` (lists, tuples, named tuples
-    and dicts keep their type)."""
-    if isinstance(struct, dict):
-        return type(struct)((k, map_structure(fn, v)) for k, v in struct.items())
-    if isinstance(struct, tuple) and hasattr(struct, "_fields"):
-        return type(struct)(*(map_structure(fn, v) for v in struct))
-    if isinstance(struct, (list, tuple)):
-        return type(struct)(map_structure(fn, v) for v in struct)
-    return fn(struct)
-
-
-def pack_as(struct: Any, leaves: list) -> Any:
-    """``leaves`` (in :func:`flatten` order) put back into ``struct``'s shape."""
-    numbers = iter(range(len(leaves)))
-    numbered = map_structure(lambda _: next(numbers), struct)
-    rank = {n: i for i, n in enumerate(flatten(numbered))}
-    return map_structure(lambda n: leaves[rank[n]], numbered)
-
-
 # ------------------------------------------------------------- KerasTensor
 class KerasTensor:
     """A symbolic tensor: a shape, a dtype and a name, and the layer call it came from.
@@ -105,6 +68,13 @@ class KerasTensor:
         shape: a tuple; ``None`` for unknown dimensions (the batch dimension first).
         dtype: an nnkit dtype.
         name: a name (an Input's is its layer's).
+
+    Args:
+        shape: the shape; None for unknown dimensions.
+        dtype: the dtype (None: the default float dtype).
+        name: the tensor's name (None: a new ``keras_tensor``, ``keras_tensor_1``, ...).
+        history: the ``(layer, node index, tensor index)`` that produced it; None for a
+            tensor not yet produced by a layer call.
     """
 
     def __init__(
@@ -145,11 +115,27 @@ class KerasTensor:
             raise TypeError(f"len() of a KerasTensor of shape {self.shape} is unknown")
         return self.shape[0]
 
+    @staticmethod
+    def _record_call(layer: Any, args: tuple, kwargs: dict) -> Any:
+        """:func:`symbolic_call`: how ``Module.__call__`` records a call on KerasTensors
+        (it recognises them by this method, so the Module base class need not import this
+        module, whose operator layers are Modules)."""
+        return symbolic_call(layer, args, kwargs)
+
     # operators: each becomes a small layer (nnkit.layers.tensor_ops)
     def _binary(self, op: str, other: Any, reverse: bool = False) -> Any:
-        from nnkit.layers import tensor_ops
-
-        return tensor_ops.binary(op, self, other, reverse)
+        """Apply the operator layer ``op`` to this and ``other`` (a KerasTensor or a
+        constant); ``reverse``: ``other`` is the left operand."""
+        cls = tensor_ops.BINARY[op]
+        if isinstance(other, KerasTensor):
+            return cls()(other, self) if reverse else cls()(self, other)
+        if isinstance(other, Tensor):
+            raise TypeError(
+                f"{op}: combine a KerasTensor with a constant number, or with another "
+                "KerasTensor (an nnkit Tensor constant cannot be recorded in a "
+                "functional model's graph)"
+            )
+        return cls(constant=other, reverse=reverse)(self)
 
     def __add__(self, other):
         return self._binary("add", other)
@@ -188,20 +174,21 @@ class KerasTensor:
         return self._binary("matmul", other, True)
 
     def __neg__(self):
-        from nnkit.layers import tensor_ops
-
         return tensor_ops.Negative()(self)
 
     def __getitem__(self, key):
-        from nnkit.layers import tensor_ops
-
         return tensor_ops.GetItem(key)(self)
 
     def reshape(self, *shape):
         """``x.reshape(shape)`` with PyTorch's semantics (the whole shape, batch
-        included; ``-1`` is inferred), recorded as a layer."""
-        from nnkit.layers import tensor_ops
+        included; ``-1`` is inferred), recorded as a layer.
 
+        Args:
+            *shape: the new shape, as ints or one tuple.
+
+        Returns:
+            The reshaped KerasTensor.
+        """
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return tensor_ops.Reshape(shape)(self)
@@ -234,6 +221,12 @@ class Node:
         input_tensors: the KerasTensors among them, in order.
         outputs: the returned structure of KerasTensors.
         output_tensors: its KerasTensors, flat.
+
+    Args:
+        operation: the layer called.
+        args: the call's positional arguments, KerasTensors in place of tensors.
+        kwargs: its keyword arguments.
+        outputs: the structure of KerasTensors it returned.
     """
 
     def __init__(self, operation: Any, args: tuple, kwargs: dict, outputs: Any) -> None:
@@ -262,7 +255,14 @@ class Node:
         return parents
 
     def fill_in(self, values: dict) -> tuple[tuple, dict]:
-        """The call's arguments with each KerasTensor replaced by ``values[id(tensor)]``."""
+        """The call's arguments with each KerasTensor replaced by ``values[id(tensor)]``.
+
+        Args:
+            values: ``{id(keras_tensor): value}`` for every input KerasTensor.
+
+        Returns:
+            ``(args, kwargs)`` ready for the layer call.
+        """
 
         def fill(leaf):
             return values[id(leaf)] if isinstance(leaf, KerasTensor) else leaf
@@ -277,12 +277,28 @@ class Node:
 # ------------------------------------------------------------ symbolic calls
 def is_symbolic_call(args: tuple, kwargs: dict) -> bool:
     """Whether a layer call has a KerasTensor among its arguments (nested in lists,
-    tuples or dicts)."""
+    tuples or dicts).
+
+    Args:
+        args: a call's positional arguments.
+        kwargs: its keyword arguments.
+
+    Returns:
+        True if a KerasTensor is among them.
+    """
     return any(isinstance(leaf, KerasTensor) for leaf in flatten((args, kwargs)))
 
 
 def symbolic_call(layer: Any, args: tuple, kwargs: dict) -> Any:
     """Record ``layer(*args, **kwargs)`` on KerasTensors; return the output KerasTensors.
+
+    Args:
+        layer: the layer called.
+        args: the call's positional arguments.
+        kwargs: its keyword arguments.
+
+    Returns:
+        The output structure of KerasTensors (shapes found by probing the layer).
 
     Raises:
         ValueError: naming the layer and the input shapes, if running the layer on a

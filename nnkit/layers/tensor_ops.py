@@ -27,7 +27,7 @@ __all__ = [
     "Negative",
     "GetItem",
     "Reshape",
-    "binary",
+    "BINARY",
 ]
 
 
@@ -95,7 +95,8 @@ class Matmul(TensorOp):
     fn = staticmethod(operator.matmul)
 
 
-_BINARY = {
+# The operator layers of KerasTensor's binary operators, by name.
+BINARY = {
     "add": Add,
     "subtract": Subtract,
     "multiply": Multiply,
@@ -103,23 +104,6 @@ _BINARY = {
     "power": Power,
     "matmul": Matmul,
 }
-
-
-def binary(op: str, x: Any, other: Any, reverse: bool = False) -> Any:
-    """Apply the operator layer ``op`` to a KerasTensor ``x`` and ``other`` (a
-    KerasTensor or a constant); ``reverse``: ``other`` is the left operand."""
-    from nnkit.layers.symbolic import KerasTensor
-
-    cls = _BINARY[op]
-    if isinstance(other, KerasTensor):
-        return cls()(other, x) if reverse else cls()(x, other)
-    if isinstance(other, Tensor):
-        raise TypeError(
-            f"{op}: combine a KerasTensor with a constant number, or with another "
-            "KerasTensor (an nnkit Tensor constant cannot be recorded in a "
-            "functional model's graph)"
-        )
-    return cls(constant=other, reverse=reverse)(x)
 
 
 class Negative(Module):

@@ -121,7 +121,14 @@ ALL_OBJECTS_DICT.update(
 
 def serialize(metric: Metric) -> dict[str, Any]:
     """``{"module", "class_name", "config", "registered_name"}`` for a metric, as Keras's
-    ``serialize_keras_object`` lays it out."""
+    ``serialize_keras_object`` lays it out.
+
+    Args:
+        metric: a :class:`Metric`.
+
+    Returns:
+        The dict; :func:`deserialize` rebuilds the metric from it.
+    """
     if not isinstance(metric, Metric):
         raise ValueError(f"serialize: expected a nnkit.metrics.Metric, got {metric!r}")
     return {
@@ -135,7 +142,15 @@ def serialize(metric: Metric) -> dict[str, Any]:
 def deserialize(
     config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None = None
 ) -> Metric:
-    """A metric from :func:`serialize`'s dict (``class_name`` + ``config``)."""
+    """A metric from :func:`serialize`'s dict (``class_name`` + ``config``).
+
+    Args:
+        config: a dict written by :func:`serialize`.
+        custom_objects: ``{class_name: class}`` for metrics not built into nnkit.
+
+    Returns:
+        A new metric.
+    """
     if not isinstance(config, Mapping) or "class_name" not in config:
         raise ValueError(
             f"deserialize: expected a dict with 'class_name' and 'config'; got {config!r}"
@@ -195,6 +210,9 @@ def get_for_outputs(identifier: Any, y_true: Any, y_pred: Any) -> Metric:
     Args:
         identifier: as :func:`get` (not ``None``).
         y_true, y_pred: a batch of targets and outputs (anything with ``.shape``).
+
+    Returns:
+        A :class:`Metric` instance named after a string ``identifier``.
     """
     if identifier is None:
         raise ValueError("Expected metric, received `None`")

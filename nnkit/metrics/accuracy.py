@@ -32,21 +32,59 @@ __all__ = [
 
 
 def accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
-    """1.0 where ``y_true == y_pred`` elementwise (ranks aligned), else 0.0."""
+    """1.0 where ``y_true == y_pred`` elementwise (ranks aligned), else 0.0.
+
+    Args:
+        y_true: the targets.
+        y_pred: the predictions.
+
+    Returns:
+        A float32 tensor of 0/1 values, of the targets' and predictions' aligned shape.
+
+    Example:
+        >>> accuracy(nnkit.tensor([1, 2, 3]), nnkit.tensor([1, 0, 3])).tolist()
+        [1.0, 0.0, 1.0]
+    """
     y_true = y_true.to(y_pred.dtype) if y_true.dtype != y_pred.dtype else y_true
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
     return (y_true == y_pred).float()
 
 
 def binary_accuracy(y_true: Tensor, y_pred: Tensor, threshold: float = 0.5) -> Tensor:
-    """1.0 where ``(y_pred > threshold)`` equals ``y_true`` elementwise, else 0.0."""
+    """1.0 where ``(y_pred > threshold)`` equals ``y_true`` elementwise, else 0.0.
+
+    Args:
+        y_true: the targets.
+        y_pred: the predictions.
+        threshold: the decision threshold on ``y_pred``.
+
+    Returns:
+        A float32 tensor of 0/1 values, of the aligned shape.
+
+    Example:
+        >>> binary_accuracy(nnkit.tensor([1.0, 0.0, 1.0]), nnkit.tensor([0.8, 0.6, 0.3])).tolist()
+        [1.0, 0.0, 0.0]
+    """
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
     predicted = (y_pred > threshold).to(y_true.dtype)
     return (y_true == predicted).float()
 
 
 def categorical_accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
-    """1.0 where ``argmax(y_true, -1) == argmax(y_pred, -1)`` (one-hot targets)."""
+    """1.0 where ``argmax(y_true, -1) == argmax(y_pred, -1)`` (one-hot targets).
+
+    Args:
+        y_true: one-hot targets of shape ``(..., C)``.
+        y_pred: scores of shape ``(..., C)``.
+
+    Returns:
+        A float32 tensor of 0/1 values, one per sample.
+
+    Example:
+        >>> y_true = nnkit.tensor([[0.0, 1.0], [1.0, 0.0]])
+        >>> categorical_accuracy(y_true, nnkit.tensor([[0.2, 0.8], [0.3, 0.7]])).tolist()
+        [1.0, 0.0]
+    """
     y_true = y_true.argmax(-1)
     org_shape = tuple(y_true.shape)
     reshape = False
@@ -58,7 +96,20 @@ def categorical_accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
 
 
 def sparse_categorical_accuracy(y_true: Tensor, y_pred: Tensor) -> Tensor:
-    """1.0 where the integer target equals ``argmax(y_pred, -1)``."""
+    """1.0 where the integer target equals ``argmax(y_pred, -1)``.
+
+    Args:
+        y_true: integer class ids, of shape ``(...)`` or ``(..., 1)``.
+        y_pred: scores of shape ``(..., C)``.
+
+    Returns:
+        A float32 tensor of 0/1 values, one per sample.
+
+    Example:
+        >>> scores = nnkit.tensor([[0.2, 0.8], [0.3, 0.7]])
+        >>> sparse_categorical_accuracy(nnkit.tensor([1, 0]), scores).tolist()
+        [1.0, 0.0]
+    """
     if y_pred.is_floating_point() and y_true.dtype != y_pred.dtype:
         y_true = y_true.to(y_pred.dtype)
     org_shape = tuple(y_true.shape)
@@ -80,6 +131,19 @@ def in_top_k(targets: Tensor, predictions: Tensor, k: int) -> Tensor:
     As TensorFlow's ``in_top_k``: classes tied with the k-th score count as in the top k
     (a target is in when fewer than ``k`` scores are strictly higher); a non-finite target
     score is never in.
+
+    Args:
+        targets: integer class ids, shape ``(N,)``.
+        predictions: scores, shape ``(N, C)``.
+        k: how many of the highest scores count.
+
+    Returns:
+        A bool tensor of shape ``(N,)``.
+
+    Example:
+        >>> scores = nnkit.tensor([[0.1, 0.5, 0.4], [0.6, 0.3, 0.1]])
+        >>> in_top_k(nnkit.tensor([2, 2]), scores, 2).tolist()
+        [True, False]
     """
     num_classes = predictions.shape[-1]
     targets = targets.long()
@@ -94,7 +158,22 @@ def in_top_k(targets: Tensor, predictions: Tensor, k: int) -> Tensor:
 
 
 def top_k_categorical_accuracy(y_true: Tensor, y_pred: Tensor, k: int = 5) -> Tensor:
-    """1.0 where the one-hot target's class is among the ``k`` highest scores."""
+    """1.0 where the one-hot target's class is among the ``k`` highest scores.
+
+    Args:
+        y_true: one-hot targets of shape ``(..., C)``.
+        y_pred: scores of shape ``(..., C)``.
+        k: how many of the highest scores count.
+
+    Returns:
+        A float32 tensor of 0/1 values, one per sample.
+
+    Example:
+        >>> scores = nnkit.tensor([[0.1, 0.5, 0.4], [0.6, 0.3, 0.1]])
+        >>> y_true = nnkit.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+        >>> top_k_categorical_accuracy(y_true, scores, k=2).tolist()
+        [1.0, 0.0]
+    """
     y_true = y_true.argmax(-1)
     org_shape = tuple(y_true.shape)
     if y_pred.ndim > 2:
@@ -110,7 +189,23 @@ def sparse_top_k_categorical_accuracy(
     y_true: Tensor, y_pred: Tensor, k: int = 5, from_sorted_ids: bool = False
 ) -> Tensor:
     """1.0 where the integer target is among the ``k`` highest scores (or, with
-    ``from_sorted_ids``, among the first ``k`` ids of each row of ``y_pred``)."""
+    ``from_sorted_ids``, among the first ``k`` ids of each row of ``y_pred``).
+
+    Args:
+        y_true: integer class ids.
+        y_pred: scores of shape ``(..., C)``, or class ids sorted by score with
+            ``from_sorted_ids``.
+        k: how many of the highest scores count.
+        from_sorted_ids: ``y_pred`` holds class ids, best first.
+
+    Returns:
+        A float32 tensor of 0/1 values, one per sample.
+
+    Example:
+        >>> scores = nnkit.tensor([[0.1, 0.5, 0.4], [0.6, 0.3, 0.1]])
+        >>> sparse_top_k_categorical_accuracy(nnkit.tensor([2, 2]), scores, k=2).tolist()
+        [1.0, 0.0]
+    """
     y_true = y_true.to(y_pred.dtype) if from_sorted_ids else y_true.long()
     org_shape = tuple(y_true.shape)
     if y_pred.ndim > 2:
@@ -133,6 +228,10 @@ def _check_k(metric: MeanMetricWrapper, k: Any) -> None:
 
 class Accuracy(MeanMetricWrapper):
     """How often predictions equal labels (exact equality, elementwise).
+
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
 
     Example:
         >>> m = Accuracy(); m.update_state([[1], [2], [3], [4]], [[0], [2], [3], [4]])
@@ -179,6 +278,10 @@ class BinaryAccuracy(MeanMetricWrapper):
 class CategoricalAccuracy(MeanMetricWrapper):
     """How often ``argmax(y_pred)`` matches the one-hot label's class.
 
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
+
     Example:
         >>> m = CategoricalAccuracy()
         >>> m.update_state([[0, 0, 1], [0, 1, 0]], [[0.1, 0.9, 0.8], [0.05, 0.95, 0]])
@@ -195,6 +298,10 @@ class CategoricalAccuracy(MeanMetricWrapper):
 
 class SparseCategoricalAccuracy(MeanMetricWrapper):
     """How often ``argmax(y_pred)`` matches the integer label.
+
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
 
     Example:
         >>> m = SparseCategoricalAccuracy()

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import nnkit
+from nnkit.autograd.factories import tensor
+from nnkit.autograd.ops import where
 from nnkit.autograd.ops.elementwise import sigmoid
 from nnkit.autograd.tensor import Tensor
 from nnkit.metrics.base import Metric, divide_no_nan, to_tensor
@@ -199,7 +200,11 @@ class AUC(Metric):
     def interpolate_pr_auc(self) -> Tensor:
         """The PR-AUC by Davis & Goadrich's interpolation (Keras's closed form): within
         each interval TP and P = TP + FP vary linearly, and the area is
-        ``slope * (dTP + intercept * log(P_A / P_B)) / (TP_B + FN_B)``."""
+        ``slope * (dTP + intercept * log(P_A / P_B)) / (TP_B + FN_B)``.
+
+        Returns:
+            A 0-d Tensor: the area under the precision-recall curve.
+        """
         n = self.num_thresholds
         tp, fp, fn = self.true_positives, self.false_positives, self.false_negatives
         dtp = tp[: n - 1] - tp[1:]
@@ -209,7 +214,7 @@ class AUC(Metric):
         intercept = tp[1:] - prec_slope * p[1:]
         both = (p[: n - 1] > 0) & (p[1:] > 0)
         ratio = divide_no_nan(p[: n - 1], p[1:].clamp(min=0.0))
-        safe_ratio = nnkit.where(both, ratio, 1.0)
+        safe_ratio = where(both, ratio, 1.0)
         increment = divide_no_nan(
             prec_slope * (dtp + intercept * safe_ratio.log()), (tp[1:] + fn[1:]).clamp(min=0.0)
         )
@@ -219,7 +224,7 @@ class AUC(Metric):
 
     def result(self) -> Tensor:
         if not self._built:  # nothing seen (multi_label without num_labels)
-            return nnkit.tensor(0.0, dtype=self.dtype)
+            return tensor(0.0, dtype=self.dtype)
         if self.curve == "PR" and self.summation_method == "interpolation":
             return self.interpolate_pr_auc()
         n = self.num_thresholds
@@ -235,8 +240,8 @@ class AUC(Metric):
             recall_gain = 1.0 - scaling * divide_no_nan(fn, tp)
             precision_gain = 1.0 - scaling * divide_no_nan(fp, tp)
             no_tp = tp == 0
-            recall_gain = nnkit.where(no_tp, 0.0, recall_gain).clamp(min=0.0)
-            precision_gain = nnkit.where(no_tp, 1.0, precision_gain)
+            recall_gain = where(no_tp, 0.0, recall_gain).clamp(min=0.0)
+            precision_gain = where(no_tp, 1.0, precision_gain)
             x, y = recall_gain, precision_gain
         if self.summation_method == "interpolation":
             heights = (y[: n - 1] + y[1:]) / 2.0

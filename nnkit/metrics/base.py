@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import nnkit
+from nnkit.autograd.factories import as_tensor, tensor, zeros, zeros_like
+from nnkit.autograd.ops import broadcast_to, where
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import get_default_dtype, to_dtype
 from nnkit.layers.naming import auto_name, to_snake_case
@@ -34,7 +35,7 @@ __all__ = [
 
 def to_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``x`` (Tensor, array, list or number) as a detached Tensor, optionally cast/moved."""
-    t = x.detach() if isinstance(x, Tensor) else nnkit.as_tensor(x)
+    t = x.detach() if isinstance(x, Tensor) else as_tensor(x)
     if device is not None and t.device != device:
         t = t.to(device)
     if dtype is not None and t.dtype != dtype:
@@ -43,16 +44,33 @@ def to_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def divide_no_nan(num: Tensor, den: Tensor) -> Tensor:
-    """``num / den``, and 0 where ``den == 0`` (no division by zero is performed)."""
+    """``num / den``, and 0 where ``den == 0`` (no division by zero is performed).
+
+    Args:
+        num: the numerator.
+        den: the denominator (broadcast with ``num``).
+
+    Returns:
+        The quotient, 0 where ``den == 0``.
+    """
     zero = den == 0
-    return nnkit.where(zero, 0.0, num / nnkit.where(zero, 1.0, den))
+    return where(zero, 0.0, num / where(zero, 1.0, den))
 
 
 def squeeze_or_expand_to_same_rank(
     x1: Tensor, x2: Tensor, expand_rank_1: bool = True
 ) -> tuple[Tensor, Tensor]:
     """Keras's rule: when the ranks differ by one and the longer ends in 1, squeeze that
-    dim (or, with ``expand_rank_1`` and the other of rank 1, expand the other)."""
+    dim (or, with ``expand_rank_1`` and the other of rank 1, expand the other).
+
+    Args:
+        x1: a tensor.
+        x2: another tensor.
+        expand_rank_1: expand a rank-1 tensor rather than squeeze the other.
+
+    Returns:
+        ``(x1, x2)``, adjusted.
+    """
     r1, r2 = x1.ndim, x2.ndim
     if r1 == r2:
         return x1, x2
@@ -70,9 +88,18 @@ def squeeze_or_expand_to_same_rank(
 
 
 def broadcast_weight(metric: Metric, weight: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """``weight`` broadcast to ``shape``, or a ValueError naming the metric."""
+    """``weight`` broadcast to ``shape``, or a ValueError naming the metric.
+
+    Args:
+        metric: the metric (named in the error).
+        weight: the sample weights.
+        shape: the values' shape.
+
+    Returns:
+        The broadcast weights.
+    """
     try:
-        return nnkit.broadcast_to(weight, tuple(shape))
+        return broadcast_to(weight, tuple(shape))
     except (ValueError, RuntimeError) as exc:
         raise ValueError(
             f"{type(metric).__name__} ({metric.name!r}): `sample_weight` of shape "
@@ -89,6 +116,15 @@ def reduce_to_samplewise_values(
     1; values of higher rank than the weights are reduced (``reduce_fn``) over the extra
     trailing dims; the weights are broadcast and multiplied in; then both are reduced to
     one number per sample (dim 0).
+
+    Args:
+        metric: the metric (its dtype; named in errors).
+        values: the values of a batch.
+        sample_weight: weights broadcastable to ``values``, or None.
+        reduce_fn: ``fn(tensor, dim=...)``, the reduction (sum or mean).
+
+    Returns:
+        ``(values, sample_weight)``: one value (and weight, or None) per sample.
     """
     values = values.to(metric.dtype) if values.dtype != metric.dtype else values
     if sample_weight is not None:
@@ -131,6 +167,23 @@ class Metric:
     Distributed use: every state variable is a sum over samples. All-reduce (SUM) each
     tensor of ``metric.variables`` and pass the results to :meth:`stateless_result`, or
     merge metric objects with :meth:`merge_state`.
+
+    Example:
+        >>> class Positives(Metric):          # the number of positive predictions
+        ...     def __init__(self, name="positives", dtype=None):
+        ...         super().__init__(name=name, dtype=dtype)
+        ...         self.add_variable((), name="count")
+        ...     def update_state(self, y_true, y_pred, sample_weight=None):
+        ...         self.count.add_(((nnkit.as_tensor(y_pred) > 0.5).float()).sum())
+        ...     def result(self):
+        ...         return self.count.clone()
+        >>> m = Positives()
+        >>> m.update_state(None, [0.9, 0.2, 0.7])
+        >>> m.update_state(None, [0.6])
+        >>> float(m.result())
+        3.0
+        >>> m.reset_state(); float(m.result())
+        0.0
     """
 
     def __init__(self, dtype: Any = None, name: str | None = None) -> None:
@@ -171,6 +224,21 @@ class Metric:
 
         Only ``initializer="zeros"`` and ``aggregation="sum"`` exist: every state is a
         sum over samples (which is what makes states mergeable across ranks).
+
+        Args:
+            shape: the state's shape (an int for 1-d).
+            initializer: ``'zeros'``.
+            dtype: its dtype (None: the metric's).
+            aggregation: ``'sum'``.
+            name: the attribute name (a valid identifier; required).
+
+        Returns:
+            The new state Tensor.
+
+        Raises:
+            ValueError: for another initializer or aggregation, or a missing or invalid
+                ``name``.
+            RuntimeError: if ``super().__init__()`` was not called.
         """
         if not hasattr(self, "_variable_names"):
             raise RuntimeError(
@@ -188,7 +256,7 @@ class Metric:
                 f"a valid attribute name. Received: name={name!r}"
             )
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        value = nnkit.zeros(shape, dtype=dtype or self._dtype)
+        value = zeros(shape, dtype=dtype or self._dtype)
         object.__setattr__(self, name, value)
         if name not in self._variable_names:
             self._variable_names.append(name)
@@ -202,6 +270,7 @@ class Metric:
         dtype: Any = None,
         name: str | None = None,
     ) -> Tensor:
+        """Keras's older name of :meth:`add_variable` (same arguments, sum aggregation)."""
         return self.add_variable(shape, initializer, dtype=dtype, name=name)
 
     @property
@@ -211,7 +280,12 @@ class Metric:
         return [getattr(self, n) for n in self._variable_names]
 
     def set_variables(self, values: Sequence[Any]) -> None:
-        """Replace the state by ``values`` (one per variable, same shapes)."""
+        """Replace the state by ``values`` (one per variable, same shapes).
+
+        Args:
+            values: the new state values (Tensors, arrays or numbers), in the order of
+                :attr:`variables`.
+        """
         values = list(values)
         if len(values) != len(self._variable_names):
             raise ValueError(
@@ -240,12 +314,15 @@ class Metric:
     def reset_state(self) -> None:
         """Zero every state variable (called by ``fit`` at the start of each epoch)."""
         for name in self._variable_names:
-            object.__setattr__(self, name, nnkit.zeros_like(getattr(self, name)))
+            object.__setattr__(self, name, zeros_like(getattr(self, name)))
 
     def merge_state(self, metrics: Metric | Iterable[Metric]) -> None:
         """Add the states of ``metrics`` (same class and configuration) into this one.
 
         Afterwards ``result()`` is the value over the union of all the data seen.
+
+        Args:
+            metrics: a metric or an iterable of metrics.
         """
         others = [metrics] if isinstance(metrics, Metric) else list(metrics)
         for other in others:
@@ -307,12 +384,19 @@ class Metric:
     def _restore_state(self, old: list[Tensor]) -> None:
         for i, name in enumerate(self._variable_names):
             # a lazy metric built during a stateless call keeps zero state of its own
-            value = old[i] if i < len(old) else nnkit.zeros_like(getattr(self, name))
+            value = old[i] if i < len(old) else zeros_like(getattr(self, name))
             object.__setattr__(self, name, value)
 
     def stateless_result(self, metric_variables: Sequence[Any]) -> Tensor:
         """``result()`` computed from ``metric_variables`` instead of the own state
-        (e.g. states all-reduced across ranks); the own state is left unchanged."""
+        (e.g. states all-reduced across ranks); the own state is left unchanged.
+
+        Args:
+            metric_variables: state values in the order of :attr:`variables`.
+
+        Returns:
+            What :meth:`result` would return for that state.
+        """
         old = self._swap_state(metric_variables)
         try:
             return self.result()
@@ -323,7 +407,16 @@ class Metric:
         self, metric_variables: Sequence[Any], *args: Any, **kwargs: Any
     ) -> list[Tensor]:
         """The state after ``update_state(*args)`` from ``metric_variables``; the own
-        state is left unchanged."""
+        state is left unchanged.
+
+        Args:
+            metric_variables: state values in the order of :attr:`variables`.
+            *args: the arguments of :meth:`update_state`.
+            **kwargs: its keyword arguments.
+
+        Returns:
+            The new state values, in the order of :attr:`variables`.
+        """
         old = self._swap_state(metric_variables)
         try:
             self.update_state(*args, **kwargs)
@@ -333,7 +426,7 @@ class Metric:
 
     def stateless_reset_state(self) -> list[Tensor]:
         """Zero state values (the own state is left unchanged)."""
-        return [nnkit.zeros_like(v) for v in self.variables]
+        return [zeros_like(v) for v in self.variables]
 
     # ------------------------------------------------------------ serialising
     def get_config(self) -> dict[str, Any]:
@@ -364,6 +457,10 @@ class Sum(Metric):
     ``update_state(values, sample_weight=None)``: values ``[1, 3, 5, 7]`` give 16; with
     ``sample_weight=[1, 1, 0, 0]``, 4.
 
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
+
     Example:
         >>> m = Sum(); m.update_state([1, 3, 5, 7]); float(m.result())
         16.0
@@ -392,6 +489,10 @@ class Mean(Metric):
     7]`` give 4; with ``sample_weight=[1, 1, 0, 0]``, 2. A 0-d value counts as one sample.
     State: ``total``, ``count``.
 
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
+
     Example:
         >>> m = Mean(); m.update_state([1, 3, 5, 7]); float(m.result())
         4.0
@@ -415,9 +516,7 @@ class Mean(Metric):
             self._assign_add("count", sample_weight.sum())
         else:
             n = values.shape[0] if values.ndim >= 1 else 1
-            self._assign_add(
-                "count", nnkit.tensor(float(n), dtype=self.dtype, device=values.device)
-            )
+            self._assign_add("count", tensor(float(n), dtype=self.dtype, device=values.device))
 
     def result(self) -> Tensor:
         return divide_no_nan(self.total, self.count)

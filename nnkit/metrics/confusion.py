@@ -18,7 +18,8 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import nnkit
+from nnkit.autograd.factories import arange, ones, tensor, zeros
+from nnkit.autograd.ops import triu, where
 from nnkit.autograd.tensor import Tensor
 from nnkit.metrics.base import (
     Metric,
@@ -62,7 +63,14 @@ def _check_optional_int(metric: Metric, argument: str, value: Any, minimum: int)
 
 def is_evenly_distributed_thresholds(thresholds: list[float]) -> bool:
     """Whether ``thresholds`` is ``[0, 1/(n-1), ..., 1]`` (n >= 3), as Keras decides it
-    (``numpy.allclose`` with ``atol=1e-7``)."""
+    (``numpy.allclose`` with ``atol=1e-7``).
+
+    Args:
+        thresholds: the thresholds, in order.
+
+    Returns:
+        True if they are evenly spaced from 0 to 1.
+    """
     n = len(thresholds)
     if n < 3:
         return False
@@ -79,7 +87,7 @@ def filter_top_k(x: Tensor, k: int) -> Tensor:
     """
     c = x.shape[-1]
     xi, xj = x.unsqueeze(-1), x.unsqueeze(-2)  # [..., i, j] compares x_j with x_i
-    idx = nnkit.arange(c, device=x.device)
+    idx = arange(c, device=x.device)
     earlier = idx.reshape(1, c) < idx.reshape(c, 1)  # j < i
     rank = ((xj > xi) | ((xj == xi) & earlier)).long().sum(-1)
     mask = (rank < k).to(x.dtype)
@@ -188,20 +196,18 @@ def _counts_bucketed(
     size = num_thresholds
     if multi_label:
         num_labels = y_pred.shape[1]
-        labels = nnkit.arange(num_labels, device=y_pred.device).reshape(1, num_labels)
+        labels = arange(num_labels, device=y_pred.device).reshape(1, num_labels)
         buckets = buckets * num_labels + labels
         size = num_thresholds * num_labels
     flat = buckets.reshape(-1)
 
     def histogram(values: Tensor) -> Tensor:
-        hist = nnkit.zeros(size, dtype=values.dtype, device=values.device)
+        hist = zeros(size, dtype=values.dtype, device=values.device)
         hist = hist.scatter_add(0, flat, (values * valid).reshape(-1))
         return hist.reshape(num_thresholds, -1) if multi_label else hist
 
     # reversed cumulative sum over thresholds: count(t_i) = sum_{j >= i} bucket(j)
-    upper = nnkit.triu(
-        nnkit.ones(num_thresholds, num_thresholds, dtype=y_pred.dtype, device=y_pred.device)
-    )
+    upper = triu(ones(num_thresholds, num_thresholds, dtype=y_pred.dtype, device=y_pred.device))
     tp = upper @ histogram(true_labels)
     fp = upper @ histogram(false_labels)
     if multi_label:
@@ -219,7 +225,7 @@ def _counts_tiled(
     multi_label: bool,
 ) -> dict[str, Tensor]:
     num = len(thresholds)
-    thr = nnkit.tensor(thresholds, dtype=y_pred.dtype, device=y_pred.device)
+    thr = tensor(thresholds, dtype=y_pred.dtype, device=y_pred.device)
     if multi_label:
         pred_pos = y_pred.unsqueeze(0) > thr.reshape(num, 1, 1)  # (T, N, L)
         label_pos = (y_true != 0).unsqueeze(0)
@@ -230,7 +236,7 @@ def _counts_tiled(
         weights = None if weights is None else weights.reshape(1, -1)
 
     def count(cond: Tensor) -> Tensor:
-        values = cond.to(y_pred.dtype) if weights is None else nnkit.where(cond, weights, 0.0)
+        values = cond.to(y_pred.dtype) if weights is None else where(cond, weights, 0.0)
         return values.sum(1)
 
     pred_neg, label_neg = ~pred_pos, ~label_pos

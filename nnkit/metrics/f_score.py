@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import nnkit
+from nnkit.autograd.factories import tensor
 from nnkit.autograd.tensor import Tensor
 from nnkit.metrics.base import Metric, to_tensor
 
@@ -124,7 +124,7 @@ class FBetaScore(Metric):
 
     def result(self) -> Tensor:
         if not self._built:
-            return nnkit.tensor(0.0, dtype=self.dtype)
+            return tensor(0.0, dtype=self.dtype)
         tp = self.true_positives
         precision = tp / (tp + self.false_positives + EPSILON)
         recall = tp / (tp + self.false_negatives + EPSILON)

@@ -46,7 +46,22 @@ def binary_crossentropy(
     label_smoothing: float = 0.0,
     axis: int = -1,
 ) -> Tensor:
-    """``mean(-(y log p + (1 - y) log(1 - p)), axis)`` (Keras's ``binary_crossentropy``)."""
+    """``mean(-(y log p + (1 - y) log(1 - p)), axis)`` (Keras's ``binary_crossentropy``).
+
+    Args:
+        y_true: 0/1 (or soft) targets, the shape of ``y_pred`` after rank alignment.
+        y_pred: probabilities (or logits).
+        from_logits: ``y_pred`` holds logits rather than probabilities.
+        axis: the axis the mean is taken over.
+        label_smoothing: squeeze the targets towards 0.5 by this fraction.
+
+    Returns:
+        One loss per sample: ``y_pred``'s shape without ``axis``.
+
+    Example:
+        >>> binary_crossentropy(nnkit.tensor([[1.0, 0.0]]), nnkit.tensor([[0.9, 0.2]]))
+        tensor([0.1643])
+    """
     y_pred = _float_pred(y_pred)
     y_true = y_true.to(y_pred.dtype)
     y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
@@ -79,7 +94,23 @@ def categorical_crossentropy(
     label_smoothing: float = 0.0,
     axis: int = -1,
 ) -> Tensor:
-    """``-sum(y_true * log(y_pred), axis)`` for one-hot (or soft) targets."""
+    """``-sum(y_true * log(y_pred), axis)`` for one-hot (or soft) targets.
+
+    Args:
+        y_true: one-hot (or soft) targets, the shape of ``y_pred``.
+        y_pred: probabilities (renormalised along ``axis``) or logits.
+        from_logits: ``y_pred`` holds logits rather than probabilities.
+        axis: the class axis.
+        label_smoothing: mix this fraction of the uniform distribution into the targets.
+
+    Returns:
+        One loss per sample: ``y_pred``'s shape without ``axis``.
+
+    Example:
+        >>> y_true = nnkit.tensor([[0.0, 1.0, 0.0]])
+        >>> categorical_crossentropy(y_true, nnkit.tensor([[0.05, 0.9, 0.05]]))
+        tensor([0.1054])
+    """
     y_pred = _float_pred(y_pred)
     y_true = y_true.to(y_pred.dtype)
     if tuple(y_true.shape) != tuple(y_pred.shape):
@@ -103,7 +134,22 @@ def sparse_categorical_crossentropy(
     axis: int = -1,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """``-log(y_pred[target])`` for integer targets (Keras's
-    ``sparse_categorical_crossentropy``); with ``ignore_class``, ``(values, mask)``."""
+    ``sparse_categorical_crossentropy``); with ``ignore_class``, ``(values, mask)``.
+
+    Args:
+        y_true: integer class ids: ``y_pred``'s shape without ``axis`` (or with it of size 1).
+        y_pred: probabilities (renormalised along ``axis``) or logits.
+        from_logits: ``y_pred`` holds logits rather than probabilities.
+        axis: the class axis.
+        ignore_class: a class id whose samples are masked out.
+
+    Returns:
+        One loss per sample, or ``(values, mask)`` with ``ignore_class``.
+
+    Example:
+        >>> sparse_categorical_crossentropy(nnkit.tensor([1]), nnkit.tensor([[0.05, 0.9, 0.05]]))
+        tensor([0.1054])
+    """
     y_pred = _float_pred(y_pred)
     if y_true.ndim == y_pred.ndim and y_true.shape[axis] == 1:
         y_true = y_true.squeeze(axis)

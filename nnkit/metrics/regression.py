@@ -41,19 +41,47 @@ def _aligned(y_true: Tensor, y_pred: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def mean_squared_error(y_true: Tensor, y_pred: Tensor) -> Tensor:
-    """``mean(square(y_true - y_pred), axis=-1)`` (Keras's ``mean_squared_error``)."""
+    """``mean(square(y_true - y_pred), axis=-1)`` (Keras's ``mean_squared_error``).
+
+    Args:
+        y_true: the targets.
+        y_pred: the predictions (ranks aligned with the targets).
+
+    Returns:
+        One value per sample (the last axis averaged away).
+
+    Example:
+        >>> mean_squared_error(nnkit.tensor([[0.0, 1.0]]), nnkit.tensor([[1.0, 1.0]])).tolist()
+        [0.5]
+    """
     y_true, y_pred = _aligned(y_true, y_pred)
     return _last_axis_mean((y_true - y_pred).square())
 
 
 def mean_absolute_error(y_true: Tensor, y_pred: Tensor) -> Tensor:
-    """``mean(abs(y_true - y_pred), axis=-1)`` (Keras's ``mean_absolute_error``)."""
+    """``mean(abs(y_true - y_pred), axis=-1)`` (Keras's ``mean_absolute_error``).
+
+    Args:
+        y_true: the targets.
+        y_pred: the predictions (ranks aligned with the targets).
+
+    Returns:
+        One value per sample (the last axis averaged away).
+
+    Example:
+        >>> mean_absolute_error(nnkit.tensor([[0.0, 1.0]]), nnkit.tensor([[1.0, 3.0]])).tolist()
+        [1.5]
+    """
     y_true, y_pred = _aligned(y_true, y_pred)
     return _last_axis_mean((y_true - y_pred).abs())
 
 
 class MeanSquaredError(MeanMetricWrapper):
     """The mean of ``mean(square(y_true - y_pred), axis=-1)`` over the samples seen.
+
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
 
     Example:
         >>> m = MeanSquaredError()
@@ -70,6 +98,10 @@ class MeanSquaredError(MeanMetricWrapper):
 
 class MeanAbsoluteError(MeanMetricWrapper):
     """The mean of ``mean(abs(y_true - y_pred), axis=-1)`` over the samples seen.
+
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
 
     Example:
         >>> m = MeanAbsoluteError()
@@ -89,6 +121,10 @@ class RootMeanSquaredError(Mean):
 
     Errors of rank > 1 are averaged per sample first (as :class:`Mean` does); 1-D targets
     count each element as a sample.
+
+    Args:
+        name: the metric's name (its key in the logs).
+        dtype: the dtype of its state and result (default: nnkit's default float dtype).
 
     Example:
         >>> m = RootMeanSquaredError()

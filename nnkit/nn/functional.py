@@ -31,8 +31,39 @@ from nnkit.autograd.ops.activation import (
     softplus,
     tanh,
 )
+from nnkit.autograd.ops.activation_extra import (
+    celu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    prelu,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
+from nnkit.autograd.ops.activation_inplace import (
+    celu_,
+    elu_,
+    hardtanh_,
+    leaky_relu_,
+    relu_,
+    rrelu,
+    rrelu_,
+    selu_,
+    threshold_,
+)
+from nnkit.autograd.ops.adaptive_max import (
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+)
 from nnkit.autograd.ops.attention import scaled_dot_product_attention
 from nnkit.autograd.ops.conv import conv1d, conv2d, conv3d
+from nnkit.autograd.ops.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
+from nnkit.autograd.ops.distance import cosine_similarity, pairwise_distance, pdist
+from nnkit.autograd.ops.interpolate import interpolate, upsample_bilinear, upsample_nearest
 from nnkit.autograd.ops.loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -43,6 +74,27 @@ from nnkit.autograd.ops.loss import (
     mse_loss,
     nll_loss,
     smooth_l1_loss,
+)
+from nnkit.autograd.ops.loss_extra import (
+    cosine_embedding_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
+from nnkit.autograd.ops.nn_extra import (
+    bilinear,
+    channel_shuffle,
+    instance_norm,
+    local_response_norm,
+    pixel_shuffle,
+    pixel_unshuffle,
+    rms_norm,
 )
 from nnkit.autograd.ops.nn_misc import (
     dropout,
@@ -62,18 +114,7 @@ from nnkit.autograd.ops.pool import (
     max_pool1d,
     max_pool2d,
 )
-from nnkit.autograd.ops.special import (
-    celu,
-    glu,
-    hardshrink,
-    hardsigmoid,
-    hardswish,
-    prelu,
-    softshrink,
-    softsign,
-    tanhshrink,
-    threshold,
-)
+from nnkit.autograd.ops.pool3d import adaptive_avg_pool3d, avg_pool3d, max_pool3d
 
 __all__ = [
     # activations
@@ -103,6 +144,16 @@ __all__ = [
     "hardshrink",
     "softshrink",
     "tanhshrink",
+    "rrelu",
+    # in place (torch's F.relu_ & co.)
+    "relu_",
+    "elu_",
+    "leaky_relu_",
+    "hardtanh_",
+    "threshold_",
+    "rrelu_",
+    "celu_",
+    "selu_",
     # linear, convolution, pooling
     "linear",
     "conv1d",
@@ -137,4 +188,43 @@ __all__ = [
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "kl_div",
+    # distances
+    "pdist",
+    "pairwise_distance",
+    "cosine_similarity",
+    # more losses
+    "soft_margin_loss",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "cosine_embedding_loss",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "multilabel_soft_margin_loss",
+    "multi_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
+    # shuffles, RMS norm
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "channel_shuffle",
+    "rms_norm",
+    "instance_norm",
+    "local_response_norm",
+    "bilinear",
+    # 3-d pooling
+    "max_pool3d",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    # resampling
+    "interpolate",
+    "upsample_nearest",
+    "upsample_bilinear",
+    # transposed convolutions
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    # adaptive max pooling
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
 ]

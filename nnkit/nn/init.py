@@ -5,7 +5,12 @@ returns it; see :mod:`nnkit.layers.initializers` for the formulas.
 
 Example:
     >>> w = nnkit.empty(3, 5)
+    >>> nnkit.nn.init.calculate_gain("relu")
+    1.4142135623730951
     >>> nnkit.nn.init.xavier_uniform_(w, gain=nnkit.nn.init.calculate_gain("relu"))
+    tensor([[ 0.3355, -0.5639, -1.1244, -1.1843,  0.7674],
+            [ 1.0110,  0.2612,  0.5621,  0.1069,  1.0657],
+            [ 0.7737, -1.2180,  0.8755, -1.1425,  0.5625]])
 """
 
 from nnkit.layers.initializers import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from nnkit._version import __version__
 from nnkit.autograd import function as _function
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
@@ -19,7 +20,7 @@ DEFAULT_OPSET = 17
 
 def _require():
     try:
-        import onnx
+        import onnx  # optional: onnx
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "nnkit.onnx.export needs the 'onnx' package: pip install "
@@ -133,10 +134,19 @@ def export(
         ImportError: if the ``onnx`` package is missing (``pip install 'nnkit[onnx]'``).
 
     Example:
-        >>> nnkit.onnx.export(model, nnkit.randn(1, 64), "model.onnx")
+        >>> import os, tempfile
+        >>> import onnx
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.onnx")
+        >>> nnkit.onnx.export(model, nnkit.randn(1, 4), path)
+        >>> graph = onnx.load(path).graph
+        >>> [node.op_type for node in graph.node]
+        ['Transpose', 'MatMul', 'Add', 'Relu', 'Transpose', 'MatMul', 'Add', 'Identity']
+        >>> graph.input[0].name, graph.output[0].name
+        ('input', 'output')
     """
     onnx = _require()
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # optional: onnx (present: _require passed)
 
     opset = DEFAULT_OPSET if opset is None else int(opset)
     if opset < DEFAULT_OPSET:
@@ -204,8 +214,6 @@ def _model_proto(onnx, graph, inputs, in_names, outs, output_names, opset, dynam
         graph.nodes.append(helper.make_node("Identity", [src], [n], name=graph.fresh("out")))
         g_outputs.append(_value_info(helper, graph, n, t, axis))
     body = helper.make_graph(graph.nodes, "nnkit", g_inputs, g_outputs, graph.initializers)
-    from nnkit import __version__
-
     return helper.make_model(
         body,
         producer_name="nnkit",

@@ -13,16 +13,20 @@ import numpy as np
 
 from nnkit.autograd.ops import (
     activation,
+    activation_extra,
+    arithmetic,
     conv,
+    dim_index,
     discrete,
     elementwise,
     indexing,
+    joining,
     linalg,
     nn_misc,
     pool,
     reduction,
+    selection,
     shape,
-    special,
 )
 from nnkit.autograd.tensor import Tensor
 from nnkit.onnx._graph import UnsupportedOpError, to_numpy, to_numpy_dtype
@@ -94,13 +98,13 @@ def _binary(op_type):
 
 
 for _cls, _op in (
-    (elementwise.Add, "Add"),
-    (elementwise.Sub, "Sub"),
-    (elementwise.Mul, "Mul"),
-    (elementwise.Div, "Div"),
-    (elementwise.Pow, "Pow"),
-    (elementwise.Maximum, "Max"),
-    (elementwise.Minimum, "Min"),
+    (arithmetic.Add, "Add"),
+    (arithmetic.Sub, "Sub"),
+    (arithmetic.Mul, "Mul"),
+    (arithmetic.Div, "Div"),
+    (arithmetic.Pow, "Pow"),
+    (selection.Maximum, "Max"),
+    (selection.Minimum, "Min"),
 ):
     OPS[_cls] = _binary(_op)
 
@@ -150,7 +154,7 @@ for _cls, _ops in (
     (elementwise.Softplus, ("Softplus",)),
     (elementwise.Erf, ("Erf",)),
     (elementwise.Abs, ("Abs",)),
-    (elementwise.Neg, ("Neg",)),
+    (arithmetic.Neg, ("Neg",)),
     (elementwise.ReLU, ("Relu",)),
     (shape.Clone, ("Identity",)),
 ):
@@ -173,7 +177,7 @@ OPS[elementwise.Expm1] = _expm1
 OPS[elementwise.Log1p] = _log1p
 
 
-@_register(elementwise.Clamp, activation.HardTanh)
+@_register(selection.Clamp, activation.HardTanh)
 def _clamp(g, args, kwargs, out):
     dtype = to_numpy_dtype(out)
     x, lo, hi = args[0], args[1], args[2]
@@ -187,7 +191,18 @@ def _clamp(g, args, kwargs, out):
     _bind(g, out, g.node("Clip", inputs), args)
 
 
-@_register(elementwise.Where)
+@_register(selection.ClampTensor)
+def _clamp_tensor(g, args, kwargs, out):
+    """``clamp`` with a tensor bound: ``Min(Max(x, lo), hi)`` (Clip takes scalars only)."""
+    dtype = to_numpy_dtype(out)
+    name = _input(g, args[0], dtype)
+    for bound, op_type in ((args[1], "Max"), (args[2], "Min")):
+        if bound is not None:
+            name = g.node(op_type, [name, _input(g, bound, dtype)])
+    _bind(g, out, name, args)
+
+
+@_register(selection.Where)
 def _where(g, args, kwargs, out):
     dtype = to_numpy_dtype(out)
     cond = _input(g, args[0], np.dtype(bool))
@@ -280,7 +295,7 @@ def _expand(g, args, kwargs, out):
     _bind(g, out, g.node("Expand", [g.name(x), g.ints(target)]), args, ax)
 
 
-@_register(shape.Cat)
+@_register(joining.Cat)
 def _cat(g, args, kwargs, out):
     dim = int(args[0])
     xs = args[1:]
@@ -390,7 +405,7 @@ def _embedding(g, args, kwargs, out):
     _bind(g, out, g.node("Gather", [g.name(weight), g.name(indices)], axis=0), args, ax)
 
 
-@_register(indexing.IndexSelect)
+@_register(dim_index.IndexSelect)
 def _index_select(g, args, kwargs, out):
     x, dim, index = args
     _bind(g, out, g.node("Gather", [g.name(x), g.name(index)], axis=int(dim)), args)
@@ -448,11 +463,11 @@ def _constant_pad(g, args, kwargs, out):
     _bind(g, out, name, args, g.axis_of(x))
 
 
-# ---- the activations of nnkit.autograd.ops.special
-OPS[special.Hardswish] = _unary("HardSwish")
+# ---- the activations of nnkit.autograd.ops.activation_extra
+OPS[activation_extra.Hardswish] = _unary("HardSwish")
 
 
-@_register(special.Celu)
+@_register(activation_extra.Celu)
 def _celu(g, args, kwargs, out):
     _bind(g, out, g.node("Celu", [g.name(args[0])], alpha=float(args[1])), args)
 

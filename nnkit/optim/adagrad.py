@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import nnkit
-from nnkit.optim.optimizer import Optimizer, ParamsT
-
-if TYPE_CHECKING:
-    from nnkit import Tensor
+from nnkit.autograd.factories import zeros_like
+from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import adagrad_step
+from nnkit.optim.optimizer import Optimizer, ParamsT, mats
 
 __all__ = ["Adagrad"]
 
@@ -40,8 +39,18 @@ class Adagrad(Optimizer):
             initial_accumulator_value or eps.
 
     Example:
+        >>> model = nn.Linear(4, 2)
+        >>> x, y = nnkit.randn(8, 4), nnkit.randn(8, 2)
         >>> opt = Adagrad(model.parameters(), lr=0.1, lr_decay=1e-4)
-        >>> opt.zero_grad(); loss.backward(); opt.step()
+        >>> for step in range(3):
+        ...     opt.zero_grad()
+        ...     loss = F.mse_loss(model(x), y)
+        ...     loss.backward()
+        ...     opt.step()
+        ...     print(round(loss.item(), 4))
+        1.114
+        0.9135
+        0.8135
     """
 
     _state_names = ("sum",)
@@ -68,14 +77,21 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        accumulator = nnkit.zeros_like(p)
+        accumulator = zeros_like(p)
         accumulator.fill_(group["initial_accumulator_value"])
         return {"sum": accumulator}
 
-    def _update(
-        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    def _foreach(
+        self, params: list[Tensor], states: list[dict[str, Any]], group: dict[str, Any]
     ) -> None:
-        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
-        state["sum"].addcmul_(grad, grad, value=1)
-        std = state["sum"].sqrt() + group["eps"]
-        p.addcdiv_(grad, std, value=-clr)
+        adagrad_step(
+            mats(params),
+            mats([p.grad for p in params]),
+            mats([st["sum"] for st in states]),
+            [st["step"] for st in states],
+            lr=group["lr"],
+            lr_decay=group["lr_decay"],
+            weight_decay=group["weight_decay"],
+            eps=group["eps"],
+            maximize=group["maximize"],
+        )

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import nnkit
-from nnkit.optim.optimizer import Optimizer, ParamsT
-
-if TYPE_CHECKING:
-    from nnkit import Tensor
+from nnkit.autograd.factories import zeros_like
+from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import adam_step
+from nnkit.optim.optimizer import Optimizer, ParamsT, mats
 
 __all__ = ["Adam"]
 
@@ -43,8 +41,18 @@ class Adam(Optimizer):
             [0, 1).
 
     Example:
-        >>> opt = Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
-        >>> opt.zero_grad(); loss.backward(); opt.step()
+        >>> model = nn.Linear(4, 2)
+        >>> x, y = nnkit.randn(8, 4), nnkit.randn(8, 2)
+        >>> opt = Adam(model.parameters(), lr=0.1, betas=(0.9, 0.98))
+        >>> for step in range(3):
+        ...     opt.zero_grad()
+        ...     loss = F.mse_loss(model(x), y)
+        ...     loss.backward()
+        ...     opt.step()
+        ...     print(round(loss.item(), 4))
+        1.114
+        0.9135
+        0.7629
     """
 
     _state_names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
@@ -72,19 +80,24 @@ class Adam(Optimizer):
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
         names = self._state_names if group["amsgrad"] else self._state_names[:2]
-        return {name: nnkit.zeros_like(p) for name in names}
+        return {name: zeros_like(p) for name in names}
 
-    def _update(
-        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    def _foreach(
+        self, params: list[Tensor], states: list[dict[str, Any]], group: dict[str, Any]
     ) -> None:
-        beta1, beta2 = group["betas"]
-        step = state["step"]
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2)
-        exp_avg_sq.addcmul_(grad, grad, value=1 - beta2)
-        if group["amsgrad"]:
-            exp_avg_sq = state["max_exp_avg_sq"]
-            exp_avg_sq.copy_(nnkit.maximum(exp_avg_sq, state["exp_avg_sq"]))
-        denom = exp_avg_sq.sqrt() / math.sqrt(1 - beta2**step) + group["eps"]
-        p.addcdiv_(exp_avg, denom, value=-group["lr"] / (1 - beta1**step))
+        amsgrad = group["amsgrad"]
+        adam_step(
+            mats(params),
+            mats([p.grad for p in params]),
+            mats([st["exp_avg"] for st in states]),
+            mats([st["exp_avg_sq"] for st in states]),
+            mats([st["max_exp_avg_sq"] for st in states]) if amsgrad else None,
+            [st["step"] for st in states],
+            lr=group["lr"],
+            betas=group["betas"],
+            eps=group["eps"],
+            weight_decay=group["weight_decay"],
+            amsgrad=amsgrad,
+            maximize=group["maximize"],
+            decoupled=self._decoupled_weight_decay,
+        )

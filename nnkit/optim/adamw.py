@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from nnkit.optim.adam import Adam
 from nnkit.optim.optimizer import ParamsT
-
-if TYPE_CHECKING:
-    from nnkit import Tensor
 
 __all__ = ["AdamW"]
 
@@ -40,8 +35,18 @@ class AdamW(Adam):
             [0, 1).
 
     Example:
-        >>> opt = AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-        >>> opt.zero_grad(); loss.backward(); opt.step()
+        >>> model = nn.Linear(4, 2)
+        >>> x, y = nnkit.randn(8, 4), nnkit.randn(8, 2)
+        >>> opt = AdamW(model.parameters(), lr=0.1, weight_decay=0.1)
+        >>> for step in range(3):
+        ...     opt.zero_grad()
+        ...     loss = F.mse_loss(model(x), y)
+        ...     loss.backward()
+        ...     opt.step()
+        ...     print(round(loss.item(), 4))
+        1.114
+        0.9097
+        0.7583
     """
 
     _decoupled_weight_decay = True
@@ -66,10 +71,3 @@ class AdamW(Adam):
             amsgrad=amsgrad,
             maximize=maximize,
         )
-
-    def _update(
-        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
-    ) -> None:
-        if group["weight_decay"] != 0:
-            p.mul_(1 - group["lr"] * group["weight_decay"])
-        super()._update(p, grad, state, group)

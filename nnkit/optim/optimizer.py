@@ -9,16 +9,15 @@ subclass writes only :meth:`Optimizer._init_state` and :meth:`Optimizer._update`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import nnkit
-
-if TYPE_CHECKING:
-    from nnkit import Tensor
+from nnkit.autograd.factories import tensor
+from nnkit.autograd.grad_mode import enable_grad, no_grad
+from nnkit.autograd.tensor import Tensor
 
 __all__ = ["Optimizer", "ParamsT"]
 
-ParamsT = Iterable["Tensor"] | Iterable[dict[str, Any]]
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 # Hyper-parameters that must be >= 0, with the wording PyTorch uses in its errors.
 _NON_NEGATIVE = {
@@ -68,10 +67,14 @@ class Optimizer:
             ValueError).
 
     Example:
+        >>> model = nn.Linear(4, 2)
+        >>> x, y = nnkit.randn(8, 4), nnkit.randn(8, 2)
         >>> opt = nnkit.optim.SGD(model.parameters(), lr=0.1)
         >>> opt.zero_grad()
-        >>> loss_fn(model(x), y).backward()
+        >>> F.mse_loss(model(x), y).backward()
         >>> opt.step()
+        >>> opt.param_groups[0]["lr"], len(opt.param_groups[0]["params"])
+        (0.1, 2)
     """
 
     # Set by optimizers (AdamW) that apply weight decay to the parameter, not the gradient.
@@ -173,7 +176,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                     continue
-                with nnkit.no_grad():
+                with no_grad():
                     grad = p.grad.detach() if p.grad.grad_fn is not None else p.grad
                     grad.zero_()
                 p.grad = grad
@@ -190,24 +193,36 @@ class Optimizer:
         """
         loss = None
         if closure is not None:
-            with nnkit.enable_grad():
+            with enable_grad():
                 loss = closure()
-        with nnkit.no_grad():
+        with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._step_param(p, group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if params:
+                    states = [self._param_state(p, group) for p in params]
+                    self._foreach(params, states, group)
         return loss
 
-    def _step_param(self, p: Tensor, group: dict[str, Any]) -> None:
+    def _param_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        """``p``'s state (its buffers allocated on first use), its step count advanced."""
         state = self.state.get(p)
         if state is None:
             state = self.state[p] = {"step": 0, **self._init_state(p, group)}
         state["step"] += 1
-        grad = -p.grad if group.get("maximize", False) else p.grad
-        if group.get("weight_decay", 0) and not self._decoupled_weight_decay:
-            grad = grad + p * group["weight_decay"]
-        self._update(p, grad, state, group)
+        return state
+
+    def _foreach(
+        self, params: list[Tensor], states: list[dict[str, Any]], group: dict[str, Any]
+    ) -> None:
+        """Updates every parameter of ``group`` that has a gradient, and its state, in
+        place; runs under ``no_grad``. The built-in optimizers override it with one
+        kernel call per group (:mod:`nnkit.backends.optim_kernels`); this default calls
+        :meth:`_update` per parameter with the (negated, weight-decayed) gradient."""
+        for p, state in zip(params, states):
+            grad = -p.grad if group.get("maximize", False) else p.grad
+            if group.get("weight_decay", 0) and not self._decoupled_weight_decay:
+                grad = grad + p * group["weight_decay"]
+            self._update(p, grad, state, group)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
         """Returns the initial state buffers of ``p`` (the base class adds ``'step'``)."""
@@ -216,7 +231,7 @@ class Optimizer:
     def _update(
         self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
     ) -> None:
-        """Updates ``p`` and its ``state`` in place from ``grad``; runs under ``no_grad``."""
+        """Updates ``p`` and its ``state`` in place from ``grad`` (see :meth:`_foreach`)."""
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:
@@ -302,7 +317,7 @@ class Optimizer:
     def _load_param_state(
         self, i: int, p: Tensor, saved: dict[str, Any], group: dict[str, Any]
     ) -> dict[str, Any]:
-        with nnkit.no_grad():
+        with no_grad():
             required = {"step", *self._init_state(p, group)}
         unexpected = set(saved) - {"step", *self._state_names}
         missing = required - set(saved)
@@ -322,8 +337,13 @@ class Optimizer:
         return state
 
 
+def mats(tensors: list[Any]) -> list[Any]:
+    """The Mats (array handles) of ``tensors``, None kept: the operands of a kernel."""
+    return [None if t is None else t._impl.data for t in tensors]
+
+
 def _is_tensor(obj: Any) -> bool:
-    return isinstance(obj, nnkit.Tensor)
+    return isinstance(obj, Tensor)
 
 
 def _check_param(p: Any) -> None:
@@ -358,4 +378,4 @@ def _plain(value: Any, like: Any = None) -> Any:
 def _to_param_tensor(value: Any, p: Tensor) -> Tensor:
     if _is_tensor(value):
         return value.detach().to(p.device).to(p.dtype).clone()
-    return nnkit.tensor(value, dtype=p.dtype, device=p.device)
+    return tensor(value, dtype=p.dtype, device=p.device)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import nnkit
-from nnkit.optim.optimizer import Optimizer, ParamsT
-
-if TYPE_CHECKING:
-    from nnkit import Tensor
+from nnkit.autograd.factories import zeros_like
+from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import rmsprop_step
+from nnkit.optim.optimizer import Optimizer, ParamsT, mats
 
 __all__ = ["RMSprop"]
 
@@ -43,8 +42,18 @@ class RMSprop(Optimizer):
         ValueError: for a negative learning rate, alpha, eps, momentum or weight decay.
 
     Example:
-        >>> opt = RMSprop(model.parameters(), lr=1e-3, momentum=0.9, centered=True)
-        >>> opt.zero_grad(); loss.backward(); opt.step()
+        >>> model = nn.Linear(4, 2)
+        >>> x, y = nnkit.randn(8, 4), nnkit.randn(8, 2)
+        >>> opt = RMSprop(model.parameters(), lr=0.01, momentum=0.9, centered=True)
+        >>> for step in range(3):
+        ...     opt.zero_grad()
+        ...     loss = F.mse_loss(model(x), y)
+        ...     loss.backward()
+        ...     opt.step()
+        ...     print(round(loss.item(), 4))
+        1.114
+        0.9126
+        0.6958
     """
 
     _state_names = ("square_avg", "momentum_buffer", "grad_avg")
@@ -73,30 +82,27 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
-        state = {"square_avg": nnkit.zeros_like(p)}
+        state = {"square_avg": zeros_like(p)}
         if group["momentum"] > 0:
-            state["momentum_buffer"] = nnkit.zeros_like(p)
+            state["momentum_buffer"] = zeros_like(p)
         if group["centered"]:
-            state["grad_avg"] = nnkit.zeros_like(p)
+            state["grad_avg"] = zeros_like(p)
         return state
 
-    def _update(
-        self, p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any]
+    def _foreach(
+        self, params: list[Tensor], states: list[dict[str, Any]], group: dict[str, Any]
     ) -> None:
-        alpha = group["alpha"]
-        square_avg = state["square_avg"]
-        square_avg.mul_(alpha)
-        square_avg.addcmul_(grad, grad, value=1 - alpha)
-        if group["centered"]:
-            grad_avg = state["grad_avg"]
-            grad_avg.lerp_(grad, 1 - alpha)
-            avg = (square_avg - grad_avg * grad_avg).sqrt() + group["eps"]
-        else:
-            avg = square_avg.sqrt() + group["eps"]
-        if group["momentum"] > 0:
-            buf = state["momentum_buffer"]
-            buf.mul_(group["momentum"])
-            buf.addcdiv_(grad, avg)
-            p.add_(buf, alpha=-group["lr"])
-        else:
-            p.addcdiv_(grad, avg, value=-group["lr"])
+        rmsprop_step(
+            mats(params),
+            mats([p.grad for p in params]),
+            mats([st["square_avg"] for st in states]),
+            mats([st.get("grad_avg") for st in states]),
+            mats([st.get("momentum_buffer") for st in states]),
+            lr=group["lr"],
+            alpha=group["alpha"],
+            eps=group["eps"],
+            weight_decay=group["weight_decay"],
+            momentum=group["momentum"],
+            centered=group["centered"],
+            maximize=group["maximize"],
+        )

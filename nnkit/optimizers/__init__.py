@@ -9,9 +9,13 @@ nnkit's ``fit``, learning-rate schedulers and checkpoints take them. The PyTorch
 classes of :mod:`nnkit.optim` (PyTorch's arguments and rules) are separate.
 
 Example:
-    >>> opt = nnkit.optimizers.Adam(learning_rate=1e-3, gradient_accumulation_steps=4)
-    >>> opt.build(list(model.parameters()))
+    >>> model = nnkit.Sequential(nn.Linear(4, 2))
+    >>> opt = nnkit.optimizers.Adam(learning_rate=1e-2, gradient_accumulation_steps=2)
     >>> model.compile(opt, "mse")
+    >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+    >>> _ = model.fit(x, y, batch_size=4, epochs=1, verbose=0)   # 4 batches
+    >>> opt.iterations                     # one update per 2 batches, as in Keras
+    2
     >>> nnkit.optimizers.get("adamw").weight_decay
     0.004
 """
@@ -27,6 +31,8 @@ from nnkit.optimizers.adamw import AdamW
 from nnkit.optimizers.base_optimizer import Optimizer
 from nnkit.optimizers.rmsprop import RMSprop
 from nnkit.optimizers.sgd import SGD
+from nnkit.saving.serialization import deserialize as deserialize_object
+from nnkit.saving.serialization import serialize as serialize_object
 
 __all__ = [
     "Optimizer",
@@ -53,12 +59,23 @@ def serialize(optimizer: Optimizer) -> dict[str, Any]:
     (Keras's ``serialize_keras_object`` layout; JSON-able, a schedule included when it
     has ``get_config`` or is a registered function).
 
+    Args:
+        optimizer: the optimizer.
+
+    Returns:
+        The dict; :func:`deserialize` rebuilds the optimizer (unbuilt) from it.
+
     Raises:
         ValueError: if ``optimizer`` is not an :class:`Optimizer`, or its config cannot
             be described.
-    """
-    from nnkit.saving.serialization import serialize as serialize_object
 
+    Example:
+        >>> config = nnkit.optimizers.serialize(nnkit.optimizers.SGD(learning_rate=0.1))
+        >>> config['class_name'], config['config']['learning_rate']
+        ('SGD', 0.1)
+        >>> type(nnkit.optimizers.deserialize(config)).__name__
+        'SGD'
+    """
     if not isinstance(optimizer, Optimizer):
         raise ValueError(f"serialize: expected a nnkit.optimizers.Optimizer, got {optimizer!r}")
     return serialize_object(optimizer)
@@ -72,11 +89,16 @@ def deserialize(
     ``custom_objects`` and the classes registered with
     :func:`nnkit.saving.register_serializable`.
 
+    Args:
+        config: a dict written by :func:`serialize`.
+        custom_objects: ``{class_name: class}`` for user optimizers.
+
+    Returns:
+        A new optimizer, not yet built.
+
     Raises:
         ValueError: for a malformed config or an unknown class.
     """
-    from nnkit.saving.serialization import deserialize as deserialize_object
-
     if not isinstance(config, Mapping) or not isinstance(config.get("class_name"), str):
         raise ValueError(
             f"deserialize: expected a dict with 'class_name' and 'config'; got {config!r}"
@@ -99,8 +121,18 @@ def get(identifier: Any) -> Optimizer | None:
             a :func:`serialize` dict (``{"class_name": ..., "config": {...}}``); or an
             :class:`Optimizer` (returned as is).
 
+    Returns:
+        A new optimizer for a name or dict, ``identifier`` itself for an optimizer, None for
+            None.
+
     Raises:
         ValueError: if the identifier cannot be interpreted.
+
+    Example:
+        >>> nnkit.optimizers.get('Adam')
+        Adam(name='adam...', learning_rate=0.001, iterations=0, built=False)
+        >>> nnkit.optimizers.get(None) is None
+        True
     """
     if identifier is None:
         return None

@@ -25,12 +25,19 @@ class Adagrad(Optimizer):
         learning_rate: a float or a schedule (see :class:`~nnkit.optimizers.Optimizer`).
         initial_accumulator_value: the accumulators' starting value (non-negative).
         epsilon: the constant added to the accumulator inside the square root.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
-            ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name:
-            see :class:`~nnkit.optimizers.Optimizer`.
+
+    The other arguments (``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``,
+    ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor``,
+    ``gradient_accumulation_steps``, ``name``) are the base class's: see
+    :class:`~nnkit.optimizers.Optimizer`.
 
     Example:
         >>> opt = nnkit.optimizers.Adagrad(learning_rate=0.1)
+        >>> w = nnkit.tensor([1.0, -2.0])
+        >>> opt.apply_gradients([(nnkit.tensor([0.5, 0.5]), w)])
+        1
+        >>> w
+        tensor([ 0.9155, -2.0845])
     """
 
     def __init__(

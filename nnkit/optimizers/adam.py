@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import nnkit
+from nnkit.autograd.ops import maximum
 from nnkit.autograd.tensor import Tensor
 from nnkit.optimizers.base_optimizer import Optimizer
 
@@ -34,13 +34,19 @@ class Adam(Optimizer):
         beta_2: decay rate of the second-moment estimate.
         epsilon: the constant added to ``sqrt(v)``.
         amsgrad: use the running maximum of ``v`` (Reddi et al., 2018).
-        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
-            ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name:
-            see :class:`~nnkit.optimizers.Optimizer`.
+
+    The other arguments (``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``,
+    ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor``,
+    ``gradient_accumulation_steps``, ``name``) are the base class's: see
+    :class:`~nnkit.optimizers.Optimizer`.
 
     Example:
         >>> opt = nnkit.optimizers.Adam(learning_rate=1e-3, amsgrad=True)
-        >>> opt.build(list(model.parameters()))
+        >>> opt.build(list(nn.Linear(4, 2).parameters()))   # or the first apply_gradients
+        >>> opt
+        Adam(name='adam...', learning_rate=0.001, iterations=0, built=True)
+        >>> len(opt.variables)     # iterations, learning rate, 3 slots x 2 parameters
+        8
     """
 
     def __init__(
@@ -99,7 +105,7 @@ class Adam(Optimizer):
         v.add_((gradient * gradient - v) * (1 - self.beta_2))
         if self.amsgrad:
             v_hat = self._velocity_hats[index]
-            v_hat.copy_(nnkit.maximum(v_hat, v))
+            v_hat.copy_(maximum(v_hat, v))
             v = v_hat
         variable.sub_((m * alpha) / (v.sqrt() + self.epsilon))
 

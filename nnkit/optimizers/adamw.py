@@ -20,15 +20,22 @@ class AdamW(Adam):
     Args:
         learning_rate, beta_1, beta_2, epsilon, amsgrad: see :class:`Adam`.
         weight_decay: the decoupled weight-decay rate (not None).
-        clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
-            ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name:
-            see :class:`~nnkit.optimizers.Optimizer`.
+
+    The other arguments (``clipnorm``, ``clipvalue``, ``global_clipnorm``,
+    ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor``,
+    ``gradient_accumulation_steps``, ``name``) are the base class's: see
+    :class:`~nnkit.optimizers.Optimizer`.
 
     Raises:
         ValueError: if ``weight_decay`` is None.
 
     Example:
-        >>> opt = nnkit.optimizers.AdamW(learning_rate=3e-4, weight_decay=0.05)
+        >>> opt = nnkit.optimizers.AdamW(learning_rate=0.1, weight_decay=0.05)
+        >>> w = nnkit.tensor([1.0, -2.0])
+        >>> opt.apply_gradients([(nnkit.tensor([0.5, 0.5]), w)])
+        1
+        >>> w
+        tensor([ 0.8950, -2.0900])
     """
 
     def __init__(

@@ -39,16 +39,20 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import nnkit
+from nnkit.autograd.factories import as_tensor, tensor, zeros_like
+from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.dtypes import float32, int64
 from nnkit.layers.naming import auto_name
 from nnkit.optimizers.protocol import TorchProtocol
-from nnkit.optimizers.utils import clip_by_global_norm, is_real
+from nnkit.optimizers.transforms import GradientTransforms
+from nnkit.optimizers.utils import is_real
+from nnkit.saving.serialization import deserialize
 
 __all__ = ["Optimizer"]
 
 
-class Optimizer(TorchProtocol):
+class Optimizer(GradientTransforms, TorchProtocol):
     """Base class of the Keras-style optimizers (Keras 3's ``keras.optimizers.Optimizer``).
 
     A subclass sets its hyper-parameters after ``super().__init__(...)``, creates its
@@ -78,6 +82,17 @@ class Optimizer(TorchProtocol):
     Raises:
         ValueError: for an unknown argument, several clip options, an invalid
             learning rate, ``gradient_accumulation_steps`` or EMA argument.
+
+    Example:
+        >>> class SignSGD(Optimizer):          # var <- var - lr * sign(grad)
+        ...     def update_step(self, gradient, variable, learning_rate):
+        ...         variable.sub_(gradient.sign() * learning_rate)
+        >>> w = nnkit.tensor([1.0, -2.0])
+        >>> opt = SignSGD(learning_rate=0.1)
+        >>> opt.apply_gradients([(nnkit.tensor([0.5, -3.0]), w)])
+        1
+        >>> w
+        tensor([ 0.9000, -1.9000])
     """
 
     def __init__(
@@ -185,9 +200,9 @@ class Optimizer(TorchProtocol):
         rate (float32, absent for a schedule) as fresh 0-d Tensors, then the optimizer's
         state Tensors in the order Keras creates them (EMA averages, gradient
         accumulators, then the algorithm's, interleaved per variable)."""
-        out = [nnkit.tensor(self._iterations, dtype=nnkit.int64)]
+        out = [tensor(self._iterations, dtype=int64)]
         if self._schedule is None:
-            out.append(nnkit.tensor(self.param_groups[0]["lr"], dtype=nnkit.float32))
+            out.append(tensor(self.param_groups[0]["lr"], dtype=float32))
         return out + self._slot_tensors()
 
     def _slot_tensors(self) -> list[Tensor]:
@@ -243,7 +258,7 @@ class Optimizer(TorchProtocol):
             indices[v] = i
         self._trainable_variables_indices = indices
         self._trainable_variables = variables[:]
-        with nnkit.no_grad():
+        with no_grad():
             if self.use_ema:
                 self._model_variables_moving_average = self.add_optimizer_variables(
                     variables, "average"
@@ -290,10 +305,10 @@ class Optimizer(TorchProtocol):
                 f"initializers. Received name='{name}', initializer='{initializer}'"
             )
         lists: tuple[list[Tensor], ...] = tuple([] for _ in names)
-        with nnkit.no_grad():
+        with no_grad():
             for v in variables:
                 for slots, init in zip(lists, inits):
-                    slot = nnkit.zeros_like(v)
+                    slot = zeros_like(v)
                     if init != 0:
                         slot.fill_(init)
                     slots.append(slot)
@@ -394,7 +409,7 @@ class Optimizer(TorchProtocol):
 
     def _apply_filtered(self, grads: list, variables: list[Tensor]) -> None:
         """Keras's ``apply`` after its checks: no gradient is None here."""
-        with nnkit.no_grad():
+        with no_grad():
             grads = [self._as_gradient(g, v) for g, v in zip(grads, variables)]
             if self.loss_scale_factor is not None:
                 grads = [g / self.loss_scale_factor for g in grads]
@@ -411,7 +426,7 @@ class Optimizer(TorchProtocol):
             if grad.dtype != variable.dtype:
                 grad = grad.to(variable.dtype)
         else:
-            grad = nnkit.tensor(grad, dtype=variable.dtype, device=variable.device)
+            grad = tensor(grad, dtype=variable.dtype, device=variable.device)
         if tuple(grad.shape) != tuple(variable.shape):
             raise ValueError(
                 f"a gradient of shape {tuple(grad.shape)} was given for a variable "
@@ -451,81 +466,6 @@ class Optimizer(TorchProtocol):
         for grad, var in zip(grads, variables):
             self.update_step(grad, var, learning_rate)
 
-    # --------------------------------------------------------------- clipping
-    def _clip_gradients(self, grads: list[Tensor]) -> list[Tensor]:
-        if self.clipnorm and self.clipnorm > 0:
-            return [self._clip_by_norm(g) for g in grads]
-        if self.global_clipnorm and self.global_clipnorm > 0:
-            return clip_by_global_norm(grads, self.global_clipnorm)
-        if self.clipvalue and self.clipvalue > 0:
-            v = self.clipvalue
-            return [g.clamp(-v, v) for g in grads]
-        return grads
-
-    def _clip_by_norm(self, values: Tensor) -> Tensor:
-        """``values * clipnorm / max(||values||_2, clipnorm)`` (Keras's ``_clip_by_norm``)."""
-        l2norm = (values * values).sum().sqrt()
-        return (values * self.clipnorm) / l2norm.clamp(min=self.clipnorm)
-
-    # ----------------------------------------------------------- weight decay
-    def exclude_from_weight_decay(
-        self, var_list: Iterable[Tensor] | None = None, var_names: Iterable[str] | None = None
-    ) -> None:
-        """Exempt variables from weight decay (Keras's ``exclude_from_weight_decay``).
-
-        Args:
-            var_list: the Tensors to exempt.
-            var_names: not supported: nnkit Tensors carry no names.
-
-        Raises:
-            NotImplementedError: if ``var_names`` is given.
-        """
-        if var_names:
-            raise NotImplementedError(
-                "exclude_from_weight_decay(var_names=...) is not supported: nnkit Tensors "
-                "have no names. Pass the Tensors instead, e.g. var_list=[p for n, p in "
-                "model.named_parameters() if 'bias' in n]"
-            )
-        self._exclude_from_weight_decay = set(var_list or ())
-
-    def _use_weight_decay(self, variable: Tensor) -> bool:
-        return variable not in self._exclude_from_weight_decay
-
-    def _apply_weight_decay(self, variables: list[Tensor], learning_rate: float) -> None:
-        if self.weight_decay is None:
-            return
-        for variable in variables:
-            if self._use_weight_decay(variable):
-                variable.sub_(variable * self.weight_decay * learning_rate)
-
-    # -------------------------------------------------------------------- EMA
-    def _update_model_variables_moving_average(self, variables: list[Tensor]) -> None:
-        momentum = self.ema_momentum if self.iterations != 0 else 0.0
-        for var, average in zip(variables, self._model_variables_moving_average):
-            average.copy_(average * momentum + var * (1 - momentum))
-
-    def _overwrite_model_variables_with_average_value(self, variables: list[Tensor]) -> None:
-        if len(variables) != len(self._model_variables_moving_average):
-            raise ValueError(
-                f"The length of model variables ({len(variables)}) to override does not match "
-                "the length of model variables stored in the optimizer "
-                f"({len(self._model_variables_moving_average)}). Please check if the "
-                "optimizer was called on your model."
-            )
-        with nnkit.no_grad():
-            for var, average in zip(variables, self._model_variables_moving_average):
-                var.copy_(average)
-
-    def finalize_variable_values(self, var_list: Sequence[Tensor]) -> None:
-        """With ``use_ema``, overwrite the variables with their moving averages (Keras's
-        ``fit`` calls this at the end of training)."""
-        if self.use_ema:
-            self._overwrite_model_variables_with_average_value(list(var_list))
-
-    def scale_loss(self, loss: Any) -> Any:
-        """The loss times ``loss_scale_factor`` (unchanged if it is None)."""
-        return loss if self.loss_scale_factor is None else loss * self.loss_scale_factor
-
     # --------------------------------------------------------------- weights
     def set_weights(self, weights: Sequence[Any]) -> None:
         """Assign :attr:`variables` from arrays, in that order (Keras's ``set_weights``).
@@ -555,9 +495,9 @@ class Optimizer(TorchProtocol):
             lr, shown = float(_item(weights[1])), self.variables[1].item()
             if lr != shown:  # keep the float64 rate when only its float32 copy came back
                 self.param_groups[0]["lr"] = lr
-        with nnkit.no_grad():
+        with no_grad():
             for slot, weight in zip(slots, weights[head:]):
-                slot.copy_(nnkit.as_tensor(weight, dtype=slot.dtype, device=slot.device))
+                slot.copy_(as_tensor(weight, dtype=slot.dtype, device=slot.device))
         self._after_apply()
 
     # ---------------------------------------------------------------- config
@@ -586,8 +526,6 @@ class Optimizer(TorchProtocol):
         serialized dict, as Keras's ``from_config`` accepts)."""
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):
-            from nnkit.saving.serialization import deserialize
-
             config["learning_rate"] = deserialize(config["learning_rate"], custom_objects)
         return cls(**config)
 

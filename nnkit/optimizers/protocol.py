@@ -29,16 +29,22 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import nnkit
-from nnkit import optim
-from nnkit.optim.optimizer import _plain, _snapshot, _to_param_tensor
+from nnkit.autograd.grad_mode import enable_grad, no_grad
+from nnkit.optim.optimizer import Optimizer, _plain, _snapshot, _to_param_tensor
 
 __all__ = ["TorchProtocol", "call_schedule", "schedule_takes_step"]
 
 
 def schedule_takes_step(schedule: Callable) -> bool:
     """Whether a learning-rate callable takes the iteration count (Keras's
-    ``LearningRateSchedule`` protocol) rather than no argument (Keras's plain callable)."""
+    ``LearningRateSchedule`` protocol) rather than no argument (Keras's plain callable).
+
+    Args:
+        schedule: the learning-rate callable.
+
+    Returns:
+        True if it takes a positional argument (or its signature is unknown).
+    """
     try:
         signature = inspect.signature(schedule)
     except (TypeError, ValueError):
@@ -52,12 +58,21 @@ def schedule_takes_step(schedule: Callable) -> bool:
 
 
 def call_schedule(schedule: Callable, takes_step: bool, step: int) -> float:
-    """The learning rate a schedule gives at ``step`` (a number, 0-d Tensor or array)."""
+    """The learning rate a schedule gives at ``step`` (a number, 0-d Tensor or array).
+
+    Args:
+        schedule: the learning-rate callable.
+        takes_step: what :func:`schedule_takes_step` said of it.
+        step: the iteration count.
+
+    Returns:
+        The learning rate, a float.
+    """
     value = schedule(step) if takes_step else schedule()
     return float(value.item() if hasattr(value, "item") else value)
 
 
-class TorchProtocol(optim.Optimizer):
+class TorchProtocol(Optimizer):
     """:class:`nnkit.optim.Optimizer`'s protocol for a Keras-style optimizer (a mixin base
     of :class:`nnkit.optimizers.Optimizer`; not made directly)."""
 
@@ -134,6 +149,9 @@ class TorchProtocol(optim.Optimizer):
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Not supported: a Keras-style optimizer is built once, on one list of variables.
 
+        Args:
+            param_group: ignored.
+
         Raises:
             NotImplementedError: always.
         """
@@ -157,7 +175,7 @@ class TorchProtocol(optim.Optimizer):
         """
         loss = None
         if closure is not None:
-            with nnkit.enable_grad():
+            with enable_grad():
                 loss = closure()
         if not self.built:
             raise ValueError(
@@ -237,7 +255,7 @@ class TorchProtocol(optim.Optimizer):
                         f"{tuple(new.shape)}, but the variable has shape "
                         f"{tuple(slot.shape)}"
                     )
-        with nnkit.no_grad():
+        with no_grad():
             for name, slots in self._slots.items():
                 for new, slot in zip(restored[name], slots):
                     slot.copy_(new)

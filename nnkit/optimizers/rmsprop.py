@@ -33,12 +33,19 @@ class RMSprop(Optimizer):
         momentum: momentum factor (0: no momentum state).
         epsilon: the constant added to the denominator inside the square root.
         centered: normalise by an estimate of the gradient's variance.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
-            ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name:
-            see :class:`~nnkit.optimizers.Optimizer`.
+
+    The other arguments (``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``,
+    ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor``,
+    ``gradient_accumulation_steps``, ``name``) are the base class's: see
+    :class:`~nnkit.optimizers.Optimizer`.
 
     Example:
-        >>> opt = nnkit.optimizers.RMSprop(learning_rate=1e-3, centered=True)
+        >>> opt = nnkit.optimizers.RMSprop(learning_rate=0.1, centered=True)
+        >>> w = nnkit.tensor([1.0, -2.0])
+        >>> opt.apply_gradients([(nnkit.tensor([0.5, 0.5]), w)])
+        1
+        >>> w
+        tensor([ 0.6667, -2.3333])
     """
 
     def __init__(

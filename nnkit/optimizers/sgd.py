@@ -30,16 +30,22 @@ class SGD(Optimizer):
         learning_rate: a float or a schedule (see :class:`~nnkit.optimizers.Optimizer`).
         momentum: a number in [0, 1]; 0 is plain gradient descent (no state kept).
         nesterov: use Nesterov momentum.
-        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
-            ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name:
-            see :class:`~nnkit.optimizers.Optimizer`.
+
+    The other arguments (``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``,
+    ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency``, ``loss_scale_factor``,
+    ``gradient_accumulation_steps``, ``name``) are the base class's: see
+    :class:`~nnkit.optimizers.Optimizer`.
 
     Raises:
         ValueError: if ``momentum`` is not a number in [0, 1].
 
     Example:
         >>> opt = nnkit.optimizers.SGD(learning_rate=0.1, momentum=0.9, nesterov=True)
-        >>> opt.build(list(model.parameters()))
+        >>> w = nnkit.tensor([1.0, -2.0])
+        >>> opt.apply_gradients([(nnkit.tensor([0.5, 0.5]), w)])
+        1
+        >>> w
+        tensor([ 0.9050, -2.0950])
     """
 
     def __init__(

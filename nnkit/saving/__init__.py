@@ -7,16 +7,22 @@ bitwise equal and training continues where it stopped. Layers describe themselve
 :func:`register_serializable` or ``custom_objects``.
 
 Example:
-    >>> model.save("digits.h5")
-    >>> model = nnkit.load_model("digits.h5")          # in another process
-    >>> model.fit(x, y, epochs=1)                       # continues the optimizer's state
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.h5")
+    >>> model = nnkit.Sequential(nn.Dense(8, activation="relu"), nn.Dense(3))
+    >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
+    >>> x, y = nnkit.randn(16, 4), nnkit.randint(0, 3, (16,))
+    >>> _ = model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    >>> model.save(path)
+    >>> restored = nnkit.load_model(path)               # e.g. in another process
+    >>> nnkit.equal(restored(x), model(x))
+    True
+    >>> _ = restored.fit(x, y, epochs=1, verbose=0)     # continues the optimizer's state
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from nnkit.saving.model_file import load_model
 from nnkit.saving.serialization import (
     SerializationError,
     custom_object_scope,
@@ -39,11 +45,3 @@ __all__ = [
     "deserialize",
     "SerializationError",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # load_model reads checkpoints (nnkit.io): loaded on first use, so that every layer
-    # of the library may import the serialization protocol above.
-    if name == "load_model":
-        return importlib.import_module("nnkit.saving.model_file").load_model
-    raise AttributeError(f"module 'nnkit.saving' has no attribute '{name}'")

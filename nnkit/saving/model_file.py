@@ -14,6 +14,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import nnkit.optim as optim
+from nnkit.io import load_checkpoint, read_checkpoint
+from nnkit.io.errors import CheckpointError
 from nnkit.saving.serialization import (
     SerializationError,
     _restore,
@@ -37,6 +40,9 @@ def model_config(model: Any, compiled: Any) -> str:
         model: the model.
         compiled: its :class:`~nnkit.training.compile_utils.CompileConfig`, or None.
 
+    Returns:
+        The JSON text (``format``, ``version``, ``architecture``, ``compile``).
+
     Raises:
         SerializationError: naming the layer or argument that cannot be described.
     """
@@ -59,7 +65,7 @@ def _compile_config(compiled: Any) -> dict[str, Any]:
             "lr": compiled.lr,
         }
     elif callable(getattr(optimizer, "get_config", None)):  # nnkit.optimizers (Keras)
-        opt = {"keras": serialize(optimizer)}
+        opt = {"keras": serialize(optimizer), "built": bool(getattr(optimizer, "built", True))}
     else:
         opt = {
             "class_name": get_registered_name(type(optimizer)),
@@ -121,13 +127,23 @@ def load_model(
             register it).
 
     Example:
-        >>> model = nnkit.load_model("digits.h5")
-        >>> model.predict(x_test).argmax(1)
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.h5")
+        >>> model = nnkit.Sequential(nn.Dense(8, activation="relu"), nn.Dense(3))
+        >>> model.compile("adam", "cross_entropy")
+        >>> x, y = nnkit.randn(16, 4), nnkit.randint(0, 3, (16,))
+        >>> _ = model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+        >>> model.save(path)
+        >>> loaded = nnkit.load_model(path)
+        >>> loaded
+        Sequential(
+          (0): Dense(in_features=4, units=8, activation=relu)
+          (1): Dense(in_features=8, units=3)
+        )
+        >>> bool((loaded.predict(x, verbose=0) == model.predict(x, verbose=0)).all())
+        True
     """
-    from nnkit import io
-    from nnkit.io.errors import CheckpointError
-
-    attrs = io.read_checkpoint(path, sections=[])["attrs"]
+    attrs = read_checkpoint(path, sections=[])["attrs"]
     text = attrs.get("config")
     try:
         saved = json.loads(text) if isinstance(text, str) else None
@@ -143,7 +159,7 @@ def load_model(
     settings = saved.get("compile") if compile else None
     if settings is not None:
         _compile(model, settings, custom_objects)
-    io.load_checkpoint(
+    load_checkpoint(
         path,
         model=model,
         optimizer=None if settings is None else model.optimizer,
@@ -167,7 +183,8 @@ def _compile(
         return
     if "keras" in opt:
         optimizer = deserialize(opt["keras"], custom_objects)
-        optimizer.build([p for p in model.parameters() if p.requires_grad])
+        if opt.get("built", True):  # compiled by name but never fitted: built on first fit
+            optimizer.build([p for p in model.parameters() if p.requires_grad])
     else:
         optimizer = _optimizer_class(opt["class_name"], custom_objects)(
             model.parameters(), lr=opt["lr"]
@@ -191,8 +208,6 @@ def _resolve(item: Any, custom_objects: Mapping[str, Any] | None, kind: str) -> 
 
 
 def _optimizer_class(name: str, custom_objects: Mapping[str, Any] | None) -> type:
-    from nnkit import optim
-
     found = get_registered_object(name, custom_objects)
     if found is None:
         candidate = getattr(optim, name, None)

@@ -11,8 +11,8 @@ Values inside a config are JSON values, tuples (kept as tuples), nnkit dtypes an
 devices, nested serializable objects (e.g. the layers of a ``Sequential``) and functions
 (nnkit's or registered ones).
 
-This module imports nothing of nnkit at import time: every layer of the library may use
-it.
+This module imports only :mod:`nnkit.backends` (dtypes and devices), so every package
+above :mod:`nnkit.io` may use it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+
+from nnkit.backends.device import Device, device
+from nnkit.backends.dtypes import DType, to_dtype
 
 __all__ = [
     "register_serializable",
@@ -54,16 +57,28 @@ def register_serializable(package: str = "Custom", name: str | None = None) -> C
         package: a namespace for the name.
         name: the name to save it under.
 
+    Returns:
+        A decorator that registers its argument under ``'package>name'`` and returns it
+            unchanged.
+
     Raises:
         ValueError: if ``package`` holds a ``'>'``, or the name is taken by another object.
 
     Example:
-        >>> @nnkit.saving.register_serializable(package="my_project")
+        >>> import os, tempfile
+        >>> @nnkit.saving.register_serializable(package="docstring_example")
         ... class Scale(nnkit.nn.Module):
         ...     def __init__(self, factor=2.0):
-        ...         super().__init__(); self.factor = factor
+        ...         super().__init__()
+        ...         self.factor = factor
         ...     def forward(self, x):
         ...         return x * self.factor
+        >>> nnkit.saving.get_registered_name(Scale)
+        'docstring_example>Scale'
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.h5")
+        >>> nnkit.Sequential(nn.Linear(2, 2), Scale(3.0)).save(path)
+        >>> nnkit.load_model(path)[1].factor
+        3.0
     """
     if ">" in package:
         raise ValueError(f"register_serializable: package must not contain '>'; got {package!r}")
@@ -87,12 +102,28 @@ register_keras_serializable = register_serializable
 
 
 def get_registered_name(obj: Any) -> str:
-    """The name ``obj`` is saved under: its registered name, else its own name."""
+    """The name ``obj`` is saved under: its registered name, else its own name.
+
+    Args:
+        obj: a class or function.
+
+    Returns:
+        The name, a string.
+    """
     return _NAMES.get(obj, getattr(obj, "__name__", type(obj).__name__))
 
 
 def get_registered_object(name: str, custom_objects: Mapping[str, Any] | None = None) -> Any:
-    """The object registered (or given in ``custom_objects``/a scope) under ``name``."""
+    """The object registered (or given in ``custom_objects``/a scope) under ``name``.
+
+    Args:
+        name: the name (``'package>name'`` for a registered object).
+        custom_objects: ``{name: object}`` searched first, then the active
+            :func:`custom_object_scope` blocks, then the registry.
+
+    Returns:
+        The object, or None if ``name`` is unknown.
+    """
     for source in (custom_objects or {}, *_scopes(), _REGISTRY):
         if name in source:
             return source[name]
@@ -103,9 +134,23 @@ def get_registered_object(name: str, custom_objects: Mapping[str, Any] | None = 
 def custom_object_scope(custom_objects: Mapping[str, Any]) -> Iterator[None]:
     """Make ``{name: class or function}`` known to every load inside the block.
 
+    Args:
+        custom_objects: ``{name: class or function}``.
+
     Example:
-        >>> with nnkit.saving.custom_object_scope({"Scale": Scale}):
-        ...     model = nnkit.load_model("model.h5")
+        >>> import os, tempfile
+        >>> class Shift(nnkit.nn.Module):           # not registered
+        ...     def __init__(self, offset=1.0):
+        ...         super().__init__()
+        ...         self.offset = offset
+        ...     def forward(self, x):
+        ...         return x + self.offset
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.h5")
+        >>> nnkit.Sequential(nn.Linear(2, 2), Shift(0.5)).save(path)
+        >>> with nnkit.saving.custom_object_scope({"Shift": Shift}):
+        ...     model = nnkit.load_model(path)
+        >>> model[1].offset
+        0.5
     """
     stack = _scopes()
     stack.append(dict(custom_objects))
@@ -125,9 +170,23 @@ def _scopes() -> list[dict[str, Any]]:
 def serialize(obj: Any) -> dict[str, Any]:
     """``obj`` (an object with ``get_config``) as a JSON-able dict.
 
+    Args:
+        obj: the object (a layer, loss, metric, optimizer, ...).
+
+    Returns:
+        ``{'module', 'class_name', 'config', 'registered_name'}`` with a JSON-able
+            ``config``.
+
     Raises:
         SerializationError: if ``obj`` or a value of its config cannot be saved; the
             message names the object and the argument.
+
+    Example:
+        >>> config = nnkit.saving.serialize(nn.Dense(4, activation='relu'))
+        >>> config['class_name'], config['config']['units']
+        ('Dense', 4)
+        >>> nnkit.saving.deserialize(config)
+        Dense(units=4, activation=relu)
     """
     if not callable(getattr(obj, "get_config", None)):
         raise SerializationError(f"cannot save a {type(obj).__name__}: it has no get_config()")
@@ -167,9 +226,6 @@ def _value(value: Any, where: str) -> Any:
                 f"{where}: a dict with keys other than strings cannot be saved"
             )
         return {k: _value(v, where) for k, v in value.items()}
-    from nnkit.backends.device import Device
-    from nnkit.backends.dtypes import DType
-
     kind = type(value).__name__
     if isinstance(value, DType):
         return {"__dtype__": str(value)}
@@ -194,6 +250,13 @@ def _value(value: Any, where: str) -> Any:
 def deserialize(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None = None) -> Any:
     """The object a :func:`serialize` dict describes.
 
+    Args:
+        config: a dict written by :func:`serialize`.
+        custom_objects: ``{name: class or function}`` for user objects not registered.
+
+    Returns:
+        A new object, built by the class's ``from_config``.
+
     Raises:
         SerializationError: for a malformed config, or a class that is neither
             registered, given in ``custom_objects`` nor one of nnkit's; the message says
@@ -215,18 +278,28 @@ def deserialize(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | N
     return obj
 
 
+# Where classes saved by an earlier nnkit now live: a file names the module a class was
+# defined in when it was written (the models were in nnkit.layers before nnkit.models).
+_MOVED = {
+    "nnkit.layers.model": "nnkit.models.model",
+    "nnkit.layers.container": "nnkit.models.sequential",
+    "nnkit.layers.functional_model": "nnkit.models.functional",
+}
+
+
 def _locate(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | None) -> Any:
     name, module = config["class_name"], str(config.get("module", ""))
     for key in (config.get("registered_name"), name):
         if key and (found := get_registered_object(key, custom_objects)) is not None:
             return found
     if module == "nnkit" or module.startswith("nnkit."):
-        try:
-            found = getattr(importlib.import_module(module), name, None)
-        except ImportError:
-            found = None
-        if inspect.isclass(found) and found.__module__.startswith("nnkit"):
-            return found
+        for candidate in filter(None, (module, _MOVED.get(module))):
+            try:
+                found = getattr(importlib.import_module(candidate), name, None)
+            except ImportError:
+                found = None
+            if inspect.isclass(found) and found.__module__.startswith("nnkit"):
+                return found
     raise SerializationError(
         f"Could not locate class {name!r} (saved from module {module!r}). Make sure custom "
         "classes are decorated with @nnkit.saving.register_serializable(), or pass them to "
@@ -244,13 +317,12 @@ def _restore(value: Any, custom_objects: Mapping[str, Any] | None) -> Any:
     if "__object__" in value:
         return deserialize(value["__object__"], custom_objects)
     if "__dtype__" in value:
-        import nnkit
-
-        return getattr(nnkit, str(value["__dtype__"]))
+        try:
+            return to_dtype(str(value["__dtype__"]))
+        except TypeError as err:
+            raise SerializationError(f"a saved config names {err}") from None
     if "__device__" in value:
-        import nnkit
-
-        return nnkit.device(str(value["__device__"]))
+        return device(str(value["__device__"]))
     if "__function__" in value:
         return _function(str(value["__function__"]), custom_objects)
     return {k: _restore(v, custom_objects) for k, v in value.items()}

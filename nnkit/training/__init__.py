@@ -4,7 +4,6 @@
 metric functions that ``compile(metrics=[...])`` accepts by name.
 """
 
-import nnkit.layers  # noqa: F401  (Model inherits Trainer: load layers first, no cycle)
 from nnkit.training import metrics
 from nnkit.training.interrupt import TrainingInterrupted, graceful_interrupts
 from nnkit.training.trainer import FitState, Trainer

@@ -13,11 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nnkit import optim
 from nnkit.autograd.factories import as_tensor
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import loss as losses
+from nnkit.metrics import Metric, get_for_outputs
+from nnkit.metrics import get as get_metric
+from nnkit.optim import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from nnkit.optimizers import get as get_optimizer
 from nnkit.training.metrics import METRICS
 
 __all__ = ["CompileConfig", "resolve_loss", "resolve_metrics", "make_optimizer"]
@@ -26,11 +29,11 @@ __all__ = ["CompileConfig", "resolve_loss", "resolve_metrics", "make_optimizer"]
 # Keras's default learning rates; other hyper-parameters keep PyTorch's defaults.
 # ``compile('adam')`` creates Keras's (:mod:`nnkit.optimizers`) instead.
 OPTIMIZERS: dict[str, tuple[type, float]] = {
-    "sgd": (optim.SGD, 0.01),
-    "adam": (optim.Adam, 1e-3),
-    "adamw": (optim.AdamW, 1e-3),
-    "rmsprop": (optim.RMSprop, 1e-3),
-    "adagrad": (optim.Adagrad, 1e-3),
+    "sgd": (SGD, 0.01),
+    "adam": (Adam, 1e-3),
+    "adamw": (AdamW, 1e-3),
+    "rmsprop": (RMSprop, 1e-3),
+    "adagrad": (Adagrad, 1e-3),
 }
 
 # name -> (loss class, whether the target is cast to the prediction's float dtype/shape)
@@ -94,6 +97,12 @@ class NamedLoss:
 def resolve_loss(loss: Any) -> Callable | list[Callable] | None:
     """A loss name, callable, or a list of them (one per model output).
 
+    Args:
+        loss: a name, a callable ``loss(y_pred, y_true)``, a list of them, or None.
+
+    Returns:
+        A callable, a list of callables, or None.
+
     Raises:
         ValueError: for an unknown name.
         TypeError: for something that is neither a name nor callable.
@@ -122,8 +131,6 @@ class StatefulMetric:
     """
 
     def __init__(self, name: str, identifier: Any, *, weighted: bool) -> None:
-        from nnkit.metrics import Metric
-
         self.name, self.identifier, self.weighted = name, identifier, weighted
         self.metric = identifier if isinstance(identifier, Metric) else None
         self._pending: list | None = None  # restored state for a metric not resolved yet
@@ -131,8 +138,6 @@ class StatefulMetric:
     def update(self, y: Any, y_pred: Any, sample_weight: Any) -> None:
         """Add one batch (``sample_weight`` is ignored unless ``weighted``)."""
         if self.metric is None:
-            from nnkit.metrics import get_for_outputs
-
             self.metric = get_for_outputs(self.identifier, y, y_pred)
         if self._pending is not None:
             self.metric.update_state(y[:0], y_pred[:0])  # creates lazily made state
@@ -190,28 +195,31 @@ def resolve_metrics(metrics: Any, weighted: bool = False) -> list[tuple[str, Any
     stateful. Every ``weighted_metrics`` entry is stateful. A name logs under itself
     (``'acc'`` logs ``acc``); a callable under its ``__name__``, a Metric under its name.
 
+    Args:
+        metrics: a name, callable or Metric, or a list (or None).
+        weighted: make every entry stateful (for ``weighted_metrics``).
+
+    Returns:
+        The list of ``(log_name, metric)`` pairs.
+
     Raises:
         ValueError: for an unknown name or two metrics logging under one name.
         TypeError: for something that is neither a name, a Metric nor callable.
     """
-    from nnkit import metrics as metrics_module
-
     if metrics is None:
         return []
-    if isinstance(metrics, (str, Callable, metrics_module.Metric)) and not isinstance(
-        metrics, (list, tuple)
-    ):
+    if isinstance(metrics, (str, Callable, Metric)) and not isinstance(metrics, (list, tuple)):
         metrics = [metrics]
     resolved = []
     for metric in metrics:
-        if isinstance(metric, metrics_module.Metric):
+        if isinstance(metric, Metric):
             resolved.append((metric.name, StatefulMetric(metric.name, metric, weighted=weighted)))
         elif isinstance(metric, str):
             if metric in METRICS and not weighted:
                 resolved.append((metric, METRICS[metric]))
                 continue
             try:
-                metrics_module.get(metric)
+                get_metric(metric)
             except ValueError as err:
                 raise ValueError(
                     f"Unknown metric {metric!r}: neither one of nnkit's metric "
@@ -243,7 +251,7 @@ def check_optimizer(optimizer: Any, lr: float | None) -> None:
     if isinstance(optimizer, str):
         if optimizer.lower() not in OPTIMIZERS:
             raise _unknown("optimizer", optimizer, OPTIMIZERS)
-    elif isinstance(optimizer, optim.Optimizer):
+    elif isinstance(optimizer, Optimizer):
         if lr is not None:
             raise ValueError(
                 "compile(lr=...) applies to an optimizer given by name; set the "
@@ -256,17 +264,26 @@ def check_optimizer(optimizer: Any, lr: float | None) -> None:
         )
 
 
-def make_optimizer(spec: Any, lr: float | None, params: list) -> optim.Optimizer:
-    """Create the optimizer over ``params`` (an instance is returned as is)."""
-    if isinstance(spec, optim.Optimizer):
+def make_optimizer(spec: Any, lr: float | None, params: list | None) -> Optimizer:
+    """Create the optimizer over ``params`` (an instance is returned as is).
+
+    Args:
+        spec: an optimizer instance, a name (Keras's optimizer of that name, from
+            :mod:`nnkit.optimizers`) or a callable ``spec(params[, lr=lr])``.
+        lr: the learning rate for a name or callable, or None for its default.
+        params: the model's parameters (None: a named optimizer is returned unbuilt).
+
+    Returns:
+        The optimizer.
+    """
+    if isinstance(spec, Optimizer):
         return spec
     if isinstance(spec, str):  # Keras's optimizer of that name, as keras.Model.compile
-        from nnkit import optimizers
-
-        optimizer = optimizers.get(spec.lower())
+        optimizer = get_optimizer(spec.lower())
         if lr is not None:
             optimizer.learning_rate = lr
-        optimizer.build([p for p in params if p.requires_grad])
+        if params is not None:  # None: at compile, built on the model's parameters later
+            optimizer.build([p for p in params if p.requires_grad])
         return optimizer
     return spec(params) if lr is None else spec(params, lr=lr)
 
@@ -282,7 +299,8 @@ class CompileConfig:
         loss_weights: one weight per output loss (None: all 1).
         metrics: ``(log_name, fn or StatefulMetric)`` pairs, ``weighted_metrics``'
             included.
-        optimizer: the created optimizer (None until the model is built).
+        optimizer: the optimizer (a name's is made at compile and built with the model;
+            a factory's is made when the model is built).
     """
 
     optimizer_spec: Any
@@ -290,7 +308,7 @@ class CompileConfig:
     loss: Any
     loss_weights: Sequence[float] | None
     metrics: list[tuple[str, Any]] = field(default_factory=list)
-    optimizer: optim.Optimizer | None = None
+    optimizer: Optimizer | None = None
 
     @property
     def stateful(self) -> list[StatefulMetric]:
@@ -303,7 +321,11 @@ class CompileConfig:
             metric.reset()
 
     def metric_results(self) -> dict[str, Any]:
-        """``{name: value}`` of the stateful metrics over the samples since the reset."""
+        """``{name: value}`` of the stateful metrics over the samples since the reset.
+
+        Returns:
+            ``{name: 0-d Tensor}``.
+        """
         return {metric.name: metric.result() for metric in self.stateful}
 
     def compute_loss(self, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
@@ -312,6 +334,14 @@ class CompileConfig:
         With ``sample_weight`` (one weight per sample), each output's loss is Keras's
         ``sum_over_batch_size`` of the weighted per-sample losses: ``sum(w_i * l_i) / N``,
         where ``l_i`` is sample ``i``'s loss averaged over its other dimensions.
+
+        Args:
+            y: the targets (one per output, or one).
+            y_pred: the model's outputs.
+            sample_weight: one weight per sample, or None.
+
+        Returns:
+            The loss, a 0-d Tensor (part of the autograd graph).
 
         Raises:
             ValueError: if there is no loss or no target, a list of losses does not
@@ -345,7 +375,16 @@ class CompileConfig:
     def compute_metrics(self, y: Any, y_pred: Any, sample_weight: Any = None) -> dict[str, Any]:
         """Every metric of one batch, on the first output of a multi-output model: the
         batch's value of a metric function, the running value of a stateful metric
-        (updated with this batch)."""
+        (updated with this batch).
+
+        Args:
+            y: the targets.
+            y_pred: the model's outputs.
+            sample_weight: weights for the ``weighted_metrics``, or None.
+
+        Returns:
+            ``{name: value}`` (empty without metrics or targets).
+        """
         if not self.metrics or y is None:
             return {}
         y_pred, y = _as_tuple(y_pred)[0].detach(), _as_tuple(y)[0]

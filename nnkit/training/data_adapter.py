@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-import nnkit
+from nnkit.autograd.factories import as_tensor, tensor
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.dtypes import float64, int64
 from nnkit.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate
 
 __all__ = [
@@ -39,6 +40,13 @@ def resolve_verbose(verbose: Any, caller: str = "fit") -> int:
     """Keras's ``verbose``: ``'auto'`` is a progress bar (1) when standard output is a
     terminal and one line per epoch (2) otherwise, so a redirected log holds no
     carriage returns.
+
+    Args:
+        verbose: 0, 1, 2 or ``'auto'``.
+        caller: the method named in the error message.
+
+    Returns:
+        0, 1 or 2.
 
     Raises:
         ValueError: for a value other than 0, 1, 2 or ``'auto'``.
@@ -245,6 +253,12 @@ def unpack_x_y_sample_weight(batch: Any) -> tuple[Any, Any, Any]:
     """Split a batch into ``(x, y, sample_weight)`` (Keras's function of this name):
     ``y`` and ``sample_weight`` are None where the batch has no such part.
 
+    Args:
+        batch: ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``.
+
+    Returns:
+        ``(x, y, sample_weight)``.
+
     Raises:
         ValueError: for a tuple of more than three parts.
     """
@@ -259,13 +273,26 @@ def unpack_x_y_sample_weight(batch: Any) -> tuple[Any, Any, Any]:
 
 
 def unpack_batch(batch: Any) -> tuple[Any, Any]:
-    """``(x, y)`` of a batch (see :func:`unpack_x_y_sample_weight`)."""
+    """``(x, y)`` of a batch (see :func:`unpack_x_y_sample_weight`).
+
+    Args:
+        batch: as for :func:`unpack_x_y_sample_weight`.
+
+    Returns:
+        ``(x, y)``.
+    """
     return unpack_x_y_sample_weight(batch)[:2]
 
 
 def class_weight_table(class_weight: Any) -> list[float] | None:
     """Keras's ``class_weight`` ``{class: weight}`` as a list indexed by class; classes
     below the largest key that it does not name weigh 1.
+
+    Args:
+        class_weight: ``{class index: weight}``, or None.
+
+    Returns:
+        The list of weights, or None for None.
 
     Raises:
         ValueError: for keys that are not non-negative integers or weights that are not
@@ -299,6 +326,13 @@ def with_class_weight(batch: Any, table: list[float]) -> tuple[Any, Any, Any]:
     """``(x, y, w)`` with each sample weighted by its class (as Keras: the arg-max of a
     one-hot ``y`` of shape ``(N, C)``, else ``y`` rounded to an integer).
 
+    Args:
+        batch: ``(x, y)`` with one target Tensor.
+        table: the weights by class (:func:`class_weight_table`).
+
+    Returns:
+        ``(x, y, weights)``, the weights a float64 Tensor of one value per sample.
+
     Raises:
         ValueError: if the batch has sample weights too, the model has several outputs,
             ``y`` has more than 2 dimensions, or a class has no weight.
@@ -320,18 +354,27 @@ def with_class_weight(batch: Any, table: list[float]) -> tuple[Any, Any, Any]:
         classes = y.argmax(-1)
     else:
         classes = y.reshape(-1).round() if y.is_floating_point() else y.reshape(-1)
-        classes = classes.to(dtype=nnkit.int64)
-    if classes.numel() and (int(classes.min()) < 0 or int(classes.max()) >= len(table)):
-        raise ValueError(
-            f"class_weight has no weight for class {int(classes.max())} "
-            f"(its largest class is {len(table) - 1})"
-        )
-    weights = nnkit.tensor(table, dtype=nnkit.float64, device=y.device)[classes]
+        classes = classes.to(dtype=int64)
+    if classes.numel():
+        low, high = int(classes.min()), int(classes.max())
+        if low < 0 or high >= len(table):
+            raise ValueError(
+                f"class_weight has no weight for class {low if low < 0 else high} "
+                f"(its classes are 0 to {len(table) - 1})"
+            )
+    weights = tensor(table, dtype=float64, device=y.device)[classes]
     return x, y, weights
 
 
 def batch_size_of(x: Any) -> int:
-    """The first dimension of the first array/Tensor found in ``x`` (1 if none)."""
+    """The first dimension of the first array/Tensor found in ``x`` (1 if none).
+
+    Args:
+        x: arrays, Tensors, or tuples/lists/dicts of them.
+
+    Returns:
+        The batch size, an int.
+    """
     if isinstance(x, (tuple, list)) and x:
         return batch_size_of(x[0])
     if isinstance(x, dict) and x:
@@ -344,13 +387,21 @@ def to_device(data: Any, device: Any, float_dtype: Any) -> Any:
     """Move a (nested) batch to ``device`` as Tensors; floats become ``float_dtype``.
 
     Integer and boolean arrays (labels, masks) keep their dtype.
+
+    Args:
+        data: arrays, Tensors and numbers, nested in tuples, lists and dicts.
+        device: the target device.
+        float_dtype: the dtype of floating point data.
+
+    Returns:
+        The same structure of Tensors.
     """
     if isinstance(data, (tuple, list)):
         return type(data)(to_device(d, device, float_dtype) for d in data)
     if isinstance(data, dict):
         return {k: to_device(v, device, float_dtype) for k, v in data.items()}
     if isinstance(data, (np.ndarray, np.generic)):
-        data = nnkit.as_tensor(np.asarray(data))
+        data = as_tensor(np.asarray(data))
     if not isinstance(data, Tensor):
         return data
     dtype = float_dtype if data.is_floating_point() else None
@@ -400,6 +451,9 @@ class EpochIterator:
         Args:
             start: the number of the first step (a resumed epoch starts where its
                 restored loader stands, after ``start`` batches).
+
+        Returns:
+            An iterator of ``(step, batch)`` pairs.
         """
         if self.steps_per_epoch is None:
             if start and self.num_steps is not None and start >= self.num_steps:
@@ -423,7 +477,11 @@ class EpochIterator:
         return None
 
     def peek(self) -> Any:
-        """The first batch of the loader, without moving a DataLoader's position."""
+        """The first batch of the loader, without moving a DataLoader's position.
+
+        Returns:
+            The batch.
+        """
         state = self.loader.state_dict() if isinstance(self.loader, DataLoader) else None
         iterator = iter(self.loader)
         try:

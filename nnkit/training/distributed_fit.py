@@ -28,6 +28,8 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from nnkit.autograd.factories import tensor
+from nnkit.backends.dtypes import int64
 from nnkit.data import (
     DataLoader,
     DistributedBatchSampler,
@@ -36,7 +38,14 @@ from nnkit.data import (
     RandomSampler,
     SequentialSampler,
 )
-from nnkit.distributed import Communicator, GradientSync, broadcast_module
+from nnkit.distributed import (
+    Communicator,
+    GradientSync,
+    broadcast_module,
+    init,
+    launched_world_size,
+)
+from nnkit.distributed.sync_batchnorm import fit_group
 from nnkit.training.metrics import MeanTracker
 
 __all__ = ["DistributedFit", "resolve_communicator"]
@@ -50,18 +59,19 @@ def resolve_communicator(distributed: Any) -> Communicator | None:
             False (never), True (:func:`nnkit.distributed.init`, required) or a
             :class:`~nnkit.distributed.Communicator`.
 
+    Returns:
+        The :class:`~nnkit.distributed.Communicator`, or None.
+
     Raises:
         TypeError: for another value.
         RuntimeError: from :func:`nnkit.distributed.init` (e.g. mpi4py missing).
     """
-    from nnkit import distributed as dist
-
     if distributed is None:
-        distributed = dist.launched_world_size() > 1
+        distributed = launched_world_size() > 1
     if distributed is False:
         return None
     if distributed is True:
-        distributed = dist.init()
+        distributed = init()
     if not isinstance(distributed, Communicator):
         raise TypeError(
             "fit: distributed must be None, a bool or an "
@@ -102,6 +112,12 @@ class DistributedFit:
         may leave a rank fewer or none). One that already has a DistributedSampler or
         DistributedBatchSampler, one over an IterableDataset, or any other iterable is
         taken to yield this rank's batches already and is returned as is.
+
+        Args:
+            loader: the loader of the whole data (a DataLoader, or any iterable of batches).
+
+        Returns:
+            The loader this rank iterates.
 
         Raises:
             ValueError: if the batch size is not divisible by the world size, or the
@@ -157,18 +173,18 @@ class DistributedFit:
 
     def _agree(self, seed: int) -> int:
         """Rank 0's ``seed``, on every rank."""
-        import nnkit
-
-        value = nnkit.tensor([int(seed)], dtype=nnkit.int64)
+        value = tensor([int(seed)], dtype=int64)
         return int(self.comm.broadcast_(value).item())
 
     # --------------------------------------------------------------- replicas
     @contextlib.contextmanager
     def replicated(self, model: Any) -> Iterator[None]:
         """Broadcast rank 0's weights, then average gradients (and make this group the
-        one of the model's SyncBatchNorm layers) until the block ends."""
-        from nnkit.distributed.sync_batchnorm import fit_group  # a layer: imported on use
+        one of the model's SyncBatchNorm layers) until the block ends.
 
+        Args:
+            model: the model trained.
+        """
         broadcast_module(model, self.comm)
         self._sync = GradientSync(model.parameters(), self.comm)
         try:
@@ -181,35 +197,70 @@ class DistributedFit:
     def set_batch_size(self, n: int) -> None:
         """This rank's share of the coming global batch has ``n`` samples (maybe 0): its
         gradient is weighted by ``n`` in the average, as one process's mean over the
-        whole batch would weight it."""
+        whole batch would weight it.
+
+        Args:
+            n: this rank's number of samples in the batch.
+        """
         if self._sync is not None:
             self._sync.weight = n
 
     def broadcast_buffers(self, model: Any) -> None:
-        """Give every rank rank 0's buffers (e.g. BatchNorm's running statistics)."""
+        """Give every rank rank 0's buffers (e.g. BatchNorm's running statistics).
+
+        Args:
+            model: the model.
+        """
         for buffer in model.buffers():
             self.comm.broadcast_(buffer)
 
     # ------------------------------------------------------------ logs, stop
     def reduce(self, tracker: MeanTracker, metrics: list) -> None:
         """Make the epoch's running sums and the stateful metrics' states those of every
-        rank's samples (in place, on every rank)."""
+        rank's samples (in place, on every rank).
+
+        Args:
+            tracker: the epoch's running means.
+            metrics: the stateful metrics.
+        """
         tracker.allreduce(self.comm)
         for metric in metrics:
             metric.allreduce(self.comm)
 
     def any(self, flag: bool) -> bool:
-        """True on every rank if ``flag`` is True on some rank."""
+        """True on every rank if ``flag`` is True on some rank.
+
+        Args:
+            flag: this rank's flag.
+
+        Returns:
+            The flag of the group.
+        """
         return self.comm.allreduce_scalar(float(bool(flag)), op="max") > 0
 
     def max_int(self, value: int) -> int:
-        """The largest of every rank's ``value`` (a small non-negative integer)."""
+        """The largest of every rank's ``value`` (a small non-negative integer).
+
+        Args:
+            value: this rank's value.
+
+        Returns:
+            The maximum over the ranks.
+        """
         return int(self.comm.allreduce_scalar(float(value), op="max"))
 
     # -------------------------------------------------------------- callbacks
     def callbacks(self, callbacks: Any, verbose: int) -> tuple[Any, int]:
         """The callbacks and verbosity of this rank: rank 0 keeps everything; the others
-        drop ``rank_zero_only`` callbacks and the progress bar."""
+        drop ``rank_zero_only`` callbacks and the progress bar.
+
+        Args:
+            callbacks: the user's callbacks (or None).
+            verbose: the requested verbosity.
+
+        Returns:
+            ``(callbacks, verbose)`` for this rank.
+        """
         if self.is_chief or callbacks is None:
             return callbacks, verbose if self.is_chief else 0
         return [cb for cb in callbacks if not getattr(cb, "rank_zero_only", False)], 0

@@ -53,8 +53,14 @@ class Evaluation:
             ValueError: for x/y of different lengths or a missing loss.
 
         Example:
-            >>> model.evaluate(x_test, y_test, verbose=0, return_dict=True)
-            {'loss': 0.11, 'accuracy': 0.97}
+            >>> x, y = nnkit.data.make_moons(64, noise=0.1)
+            >>> model = nnkit.Sequential(nn.Dense(16, activation="relu"), nn.Dense(2))
+            >>> model.compile("adam", "cross_entropy", metrics=["accuracy"], lr=0.01)
+            >>> _ = model.fit(x, y, epochs=5, batch_size=16, verbose=0)
+            >>> model.evaluate(x, y, verbose=0, return_dict=True)
+            {'loss': 0.32773973047733307, 'accuracy': 0.859375}
+            >>> model.evaluate(x, y, verbose=0)       # Keras's default: [loss, metrics...]
+            [0.32773973047733307, 0.859375]
         """
         self._require_compiled("evaluate")
         loader = da.make_loader(
@@ -110,7 +116,13 @@ class Evaluation:
             ndarrays for a model with several outputs).
 
         Example:
-            >>> probs = nnkit.softmax(nnkit.tensor(model.predict(x_test)), -1)
+            >>> model = nnkit.Sequential(nn.Dense(16, activation="relu"), nn.Dense(3))
+            >>> logits = model.predict(nnkit.randn(5, 4), verbose=0)
+            >>> type(logits).__name__, logits.shape
+            ('ndarray', (5, 3))
+            >>> probs = F.softmax(nnkit.tensor(logits), -1)
+            >>> probs.sum(-1)
+            tensor([1.0000, 1.0000, 1.0000, 1.0000, 1.0000])
         """
         loader = da.make_loader(
             x, None, batch_size=32 if batch_size is None else batch_size, caller="predict"

@@ -66,6 +66,9 @@ class FitState:
 
         In a data-parallel run every rank must call it at the same point: the running
         sums of an unfinished epoch are those of all ranks together (a collective).
+
+        Returns:
+            A dict of plain values (epoch, step, global step, running sums).
         """
         tracker = self.tracker
         states = {m.name: m.state() for m in self.metrics}
@@ -91,7 +94,11 @@ class FitState:
 
     def load_progress(self, progress: dict[str, Any]) -> None:
         """Restore :meth:`progress` (the loader is restored separately). In a
-        data-parallel run rank 0 takes the saved sums of all ranks, the others none."""
+        data-parallel run rank 0 takes the saved sums of all ranks, the others none.
+
+        Args:
+            progress: a dict returned by :meth:`progress`.
+        """
         self.epoch, self.step = int(progress["epoch"]), int(progress["step"])
         self.global_step, self.epoch_done = (
             int(progress["global_step"]),
@@ -112,6 +119,14 @@ class FitState:
 
 
 def to_numpy(value: Any) -> Any:
+    """Host NumPy copies of a (nested) model output.
+
+    Args:
+        value: a Tensor, an array-like, or tuples/lists/dicts of them.
+
+    Returns:
+        The same structure with ndarrays (Tensors detached and copied to the host).
+    """
     if isinstance(value, (tuple, list)):
         return type(value)(to_numpy(v) for v in value)
     if isinstance(value, dict):
@@ -120,6 +135,14 @@ def to_numpy(value: Any) -> Any:
 
 
 def concat_outputs(batches: list) -> Any:
+    """The per-batch outputs of ``predict`` joined along the batch axis.
+
+    Args:
+        batches: a non-empty list of outputs of :func:`to_numpy`, all of one structure.
+
+    Returns:
+        One output of that structure, each ndarray concatenated along axis 0.
+    """
     first = batches[0]
     if isinstance(first, (tuple, list)):
         return type(first)(concat_outputs([b[i] for b in batches]) for i in range(len(first)))
@@ -130,7 +153,15 @@ def concat_outputs(batches: list) -> Any:
 
 def num_steps(loader: Iterable, limit: int | None = None) -> int | None:
     """The number of batches a loop over ``loader`` takes (at most ``limit``); None if
-    unknown."""
+    unknown.
+
+    Args:
+        loader: the batches (a DataLoader or any iterable).
+        limit: the largest number of steps, or None.
+
+    Returns:
+        The number of steps, or None when ``loader`` has no length and no ``limit`` is given.
+    """
     try:
         total = len(loader)
     except TypeError:

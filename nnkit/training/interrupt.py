@@ -8,12 +8,29 @@ second signal raises ``KeyboardInterrupt`` at once (an atomic checkpoint write i
 progress is abandoned, never left half-written, and the last complete one stays).
 
 Example:
+    >>> import os, tempfile
+    >>> from nnkit.callbacks import BackupAndRestore, Callback
     >>> from nnkit.training import graceful_interrupts, TrainingInterrupted
+    >>> class CtrlC(Callback):           # stands in for a Ctrl-C during the third step
+    ...     def on_train_batch_end(self, batch, logs=None):
+    ...         if batch == 2:
+    ...             request()
+    >>> model = nnkit.Sequential(nn.Linear(4, 2))
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> x, y = nnkit.randn(16, 4), nnkit.randn(16, 2)
+    >>> backup = BackupAndRestore(os.path.join(tempfile.mkdtemp(), "backup"))
     >>> try:
     ...     with graceful_interrupts():
-    ...         model.fit(x, y, epochs=50, callbacks=[BackupAndRestore("backup")])
+    ...         model.fit(x, y, epochs=5, batch_size=4, verbose=0,
+    ...                   callbacks=[CtrlC(), backup])
     ... except TrainingInterrupted as stop:
     ...     print(f"stopped at epoch {stop.epoch + 1}, step {stop.step + 1}")
+    ...     print(os.path.basename(stop.checkpoint))
+    stopped at epoch 1, step 3
+    backup-0000000003.h5
+    >>> history = model.fit(x, y, epochs=5, batch_size=4, verbose=0, callbacks=[backup])
+    >>> history.epoch                    # resumed mid-epoch 1: the history is complete
+    [0, 1, 2, 3, 4]
 """
 
 from __future__ import annotations
@@ -41,6 +58,12 @@ class TrainingInterrupted(Exception):
             the epoch had finished).
         checkpoint: the resumable checkpoint written at that point, or None if no
             ``BackupAndRestore`` was among the callbacks.
+
+    Args:
+        signum: the signal received.
+        epoch: the epoch in progress, counted from 0.
+        step: the last finished step of that epoch (-1: none).
+        checkpoint: the path of the resumable checkpoint written, or None.
     """
 
     def __init__(self, signum: int, epoch: int, step: int, checkpoint: str | None) -> None:
@@ -61,13 +84,21 @@ class TrainingInterrupted(Exception):
 
 
 def requested() -> int | None:
-    """The signal received inside :func:`graceful_interrupts`, or None."""
+    """The signal received inside :func:`graceful_interrupts`, or None.
+
+    Returns:
+        The signal number, or None.
+    """
     return _pending if _active else None
 
 
 def request(signum: int = signal.SIGINT) -> None:
     """Inside :func:`graceful_interrupts`: stop ``fit`` after its current step, as a
-    first ``signum`` would (outside such a block this does nothing)."""
+    first ``signum`` would (outside such a block this does nothing).
+
+    Args:
+        signum: the signal to act as.
+    """
     global _pending
     if _active:
         _pending = int(signum)

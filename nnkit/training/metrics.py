@@ -15,7 +15,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nnkit.autograd.factories import tensor
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.dtypes import float64
 
 __all__ = [
     "accuracy",
@@ -70,12 +72,28 @@ def binary_accuracy(y_pred: Tensor, y_true: Tensor, threshold: float = 0.5) -> T
 
 
 def mean_absolute_error(y_pred: Tensor, y_true: Tensor) -> Tensor:
-    """Mean of ``|y_pred - y_true|`` over every element."""
+    """Mean of ``|y_pred - y_true|`` over every element.
+
+    Args:
+        y_pred: the predictions.
+        y_true: the targets, reshaped to ``y_pred``'s shape.
+
+    Returns:
+        A 0-d float Tensor.
+    """
     return (y_pred - _as_float_tensor(y_true).reshape(y_pred.shape)).abs().mean()
 
 
 def mean_squared_error(y_pred: Tensor, y_true: Tensor) -> Tensor:
-    """Mean of ``(y_pred - y_true) ** 2`` over every element."""
+    """Mean of ``(y_pred - y_true) ** 2`` over every element.
+
+    Args:
+        y_pred: the predictions.
+        y_true: the targets, reshaped to ``y_pred``'s shape.
+
+    Returns:
+        A 0-d float Tensor.
+    """
     return ((y_pred - _as_float_tensor(y_true).reshape(y_pred.shape)) ** 2).mean()
 
 
@@ -134,7 +152,12 @@ class MeanTracker:
         self._counts: dict[str, float] = {}
 
     def update(self, logs: Mapping[str, Any], weight: float) -> None:
-        """Add one batch's values, weighted by ``weight`` (its number of samples)."""
+        """Add one batch's values, weighted by ``weight`` (its number of samples).
+
+        Args:
+            logs: ``{name: value}`` of the batch (numbers or 0-d Tensors).
+            weight: the batch's number of samples.
+        """
         for name, value in logs.items():
             # an empty batch (weight 0: a rank's empty share of a data-parallel batch)
             # registers the name without its value, which is NaN for a mean of nothing
@@ -151,11 +174,9 @@ class MeanTracker:
         Args:
             comm: a :class:`~nnkit.distributed.Communicator`.
         """
-        import nnkit
-
         names = list(self._totals)
-        packed = nnkit.tensor(
-            [self._totals[n] for n in names] + [self._counts[n] for n in names], dtype=nnkit.float64
+        packed = tensor(
+            [self._totals[n] for n in names] + [self._counts[n] for n in names], dtype=float64
         )
         values = comm.allreduce_(packed).tolist()
         self._totals = dict(zip(names, values[: len(names)]))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from nnkit.io import checkpoint as checkpoints
+from nnkit.saving.model_file import model_config
+
 __all__ = ["Saving"]
 
 
@@ -25,25 +28,29 @@ class Saving:
                 :func:`nnkit.saving.register_serializable`).
 
         Example:
-            >>> model.save("model.h5")
-            >>> model = nnkit.load_model("model.h5")
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "model.h5")
+            >>> model = nnkit.Sequential(nn.Linear(4, 2))
+            >>> model.compile("sgd", "mse")
+            >>> x = nnkit.randn(3, 4)
+            >>> model.save(path)
+            >>> nnkit.equal(nnkit.load_model(path)(x), model(x))
+            True
         """
-        from nnkit import io
-        from nnkit.saving.model_file import model_config
-
         self.check_built()
         config = model_config(self, self._compiled)
-        io.save_checkpoint(path, model=self, optimizer=self.optimizer, config=config)
+        checkpoints.save_checkpoint(path, model=self, optimizer=self.optimizer, config=config)
 
     def save_weights(self, path: str) -> None:
         """Save the weights (the ``state_dict``) to an HDF5 file.
 
+        Args:
+            path: the file to write (atomically; ``.weights.h5`` is Keras's suffix).
+
         Raises:
             NotBuiltError: if a lazily built layer has not been built yet.
         """
-        from nnkit import io
-
-        io.save_weights(path, self)
+        checkpoints.save_weights(path, self)
 
     def load_weights(self, path: str, strict: bool = True) -> Any:
         """Load weights saved by :meth:`save_weights` (or :meth:`save`).
@@ -54,7 +61,16 @@ class Saving:
 
         Returns:
             What :func:`nnkit.io.load_weights` returns (the missing/unexpected keys).
-        """
-        from nnkit import io
 
-        return io.load_weights(path, self, strict=strict)
+        Example:
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "model.weights.h5")
+            >>> model = nnkit.Sequential(nn.Linear(4, 2))
+            >>> model.save_weights(path)
+            >>> other = nnkit.Sequential(nn.Linear(4, 2))
+            >>> other.load_weights(path)
+            IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+            >>> nnkit.equal(other[0].weight, model[0].weight)
+            True
+        """
+        return checkpoints.load_weights(path, self, strict=strict)

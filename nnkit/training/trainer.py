@@ -13,18 +13,16 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import nnkit
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.device import device as as_device
+from nnkit.backends.dtypes import get_default_dtype
+from nnkit.callbacks import BackupAndRestore, CallbackList
+from nnkit.data import DataLoader
 from nnkit.training import data_adapter as da
 from nnkit.training import interrupt
-from nnkit.training.compile_utils import (
-    CompileConfig,
-    check_optimizer,
-    make_optimizer,
-    resolve_loss,
-    resolve_metrics,
-)
+from nnkit.training.compile_utils import make_optimizer
+from nnkit.training.compiling import Compiling
 from nnkit.training.distributed_fit import DistributedFit, resolve_communicator
 from nnkit.training.evaluation import Evaluation
 from nnkit.training.fit_state import FitState
@@ -34,7 +32,7 @@ from nnkit.training.saving import Saving
 __all__ = ["Trainer", "FitState"]
 
 
-class Trainer(Evaluation, Saving):
+class Trainer(Compiling, Evaluation, Saving):
     """Mixin that gives :class:`~nnkit.Model` ``compile``/``fit``/``evaluate``/``predict``.
 
     Attributes:
@@ -44,146 +42,11 @@ class Trainer(Evaluation, Saving):
         history: the :class:`~nnkit.callbacks.History` of the last ``fit``.
     """
 
-    _compiled: CompileConfig | None = None
     _fit_state: FitState | None = None
     stop_training: bool = False
     history: Any = None
 
-    # ------------------------------------------------------------------ compile
-    def compile(
-        self,
-        optimizer: Any = "rmsprop",
-        loss: Any = None,
-        loss_weights: Any = None,
-        metrics: Any = None,
-        weighted_metrics: Any = None,
-        *,
-        lr: float | None = None,
-    ) -> None:
-        """Configure the model for training.
-
-        Args:
-            optimizer: a name (``'sgd'``, ``'adam'``, ``'adamw'``, ``'rmsprop'``,
-                ``'adagrad'``: Keras's optimizer of that name from :mod:`nnkit.optimizers`,
-                with Keras's defaults and update rule), an
-                :class:`~nnkit.optim.Optimizer` over this model's parameters, or a
-                callable ``params -> Optimizer`` (e.g. ``functools.partial(SGD, lr=0.1)``).
-                By name or callable, it is created when the model is built, so a lazily
-                built model may be compiled before its first batch.
-            loss: a name (``'cross_entropy'``, ``'sparse_categorical_crossentropy'``,
-                ``'categorical_crossentropy'``, ``'mse'``, ``'mae'``, ``'bce'``,
-                ``'bce_with_logits'``, ``'huber'``, ``'nll'``), a callable
-                ``loss(y_pred, y_true) -> Tensor`` (e.g. a loss module), or a list of these,
-                one per output of a multi-output model.
-            loss_weights: with a list of losses, one weight each (the total loss is the
-                weighted sum); with one loss, a single factor.
-            metrics: a list of names of nnkit's metric functions (``'accuracy'``/``'acc'``,
-                ``'binary_accuracy'``, ``'mae'``, ``'mse'``, ``'top_k_accuracy'``; batch
-                means averaged over the epoch), names of :mod:`nnkit.metrics` (``'auc'``,
-                ``'precision'``, ``'recall'``, ``'f1_score'``, ...), ``nnkit.metrics.Metric``
-                objects (stateful: exact over the epoch) or callables
-                ``metric(y_pred, y_true)``; logged under the name (or ``__name__``).
-            weighted_metrics: names or Metric objects computed with the batches' sample
-                weights (``sample_weight``/``class_weight`` of ``fit``).
-            lr: the learning rate of an optimizer given by name or callable.
-
-        Raises:
-            ValueError: for an unknown optimizer, loss or metric name (the message lists
-                the valid ones), ``lr`` with an optimizer instance, or ``loss_weights``
-                that do not match the losses.
-            TypeError: for an optimizer, loss or metric of an unsupported type.
-
-        Example:
-            >>> model = nnkit.Sequential([Dense(64, activation="relu"), Dense(10)])
-            >>> model.compile("adam", "cross_entropy", metrics=["accuracy"], lr=3e-3)
-        """
-        check_optimizer(optimizer, lr)
-        resolved_loss = resolve_loss(loss)
-        weights = self._check_loss_weights(resolved_loss, loss_weights)
-        metric_list = resolve_metrics(metrics)
-        taken = {name for name, _ in metric_list}
-        for name, fn in resolve_metrics(weighted_metrics, weighted=True):
-            if name in taken:  # Keras's prefix for a metric both plain and weighted
-                name = fn.name = f"weighted_{name}"
-            metric_list.append((name, fn))
-        config = CompileConfig(optimizer, lr, resolved_loss, weights, metric_list)
-        if isinstance(optimizer, nnkit.optim.Optimizer):
-            config.optimizer = optimizer
-        self._compiled = config
-
-    @staticmethod
-    def _check_loss_weights(loss: Any, loss_weights: Any) -> list[float] | None:
-        if loss_weights is None:
-            return None
-        weights = [
-            float(w)
-            for w in (loss_weights if isinstance(loss_weights, (list, tuple)) else [loss_weights])
-        ]
-        expected = len(loss) if isinstance(loss, list) else 1
-        if len(weights) != expected:
-            raise ValueError(
-                f"loss_weights has {len(weights)} entries but there are {expected} losses"
-            )
-        return weights
-
-    @property
-    def compiled(self) -> bool:
-        """Whether :meth:`compile` has been called."""
-        return self._compiled is not None
-
-    @property
-    def optimizer(self) -> Any:
-        """The optimizer (None before compile, or before a lazy model is built)."""
-        return None if self._compiled is None else self._compiled.optimizer
-
-    @optimizer.setter
-    def optimizer(self, value: Any) -> None:
-        self._require_compiled("setting the optimizer")
-        self._compiled.optimizer = value
-
-    def _require_compiled(self, caller: str) -> CompileConfig:
-        if self._compiled is None:
-            raise RuntimeError(
-                f"You must call compile() first: {type(self).__name__} has no "
-                f"optimizer or loss yet ({caller} needs them)"
-            )
-        return self._compiled
-
     # ------------------------------------------------------------------- steps
-    def compute_loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
-        """The compiled loss of one batch (the weighted sum over outputs).
-
-        Args:
-            x: the inputs (unused by the default; available to overrides).
-            y: the targets.
-            y_pred: the model's outputs.
-            sample_weight: one weight per sample, or None (Keras's weighting:
-                ``sum(w_i * loss_i) / batch_size``). Passed only when the batch has weights
-                (``sample_weight``/``class_weight`` of ``fit``), so an override with the
-                three-argument signature keeps working without them.
-
-        Returns:
-            A 0-d Tensor.
-
-        Raises:
-            ValueError: if no loss was compiled, the batch has no targets, or a list of
-                losses does not match the number of outputs.
-        """
-        return self._require_compiled("compute_loss").compute_loss(y, y_pred, sample_weight)
-
-    def compute_metrics(
-        self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None
-    ) -> dict[str, Any]:
-        """The compiled metrics of one batch (on the first output of a multi-output model).
-
-        Stateful metrics are updated with the batch and give their running value;
-        ``sample_weight`` weights the ``weighted_metrics``.
-
-        Returns:
-            ``{name: value}``, values as 0-d Tensors or numbers.
-        """
-        return self._require_compiled("compute_metrics").compute_metrics(y, y_pred, sample_weight)
-
     def train_step(self, batch: Any) -> dict[str, Any]:
         """One optimisation step on one batch: forward, loss, backward, optimizer step.
 
@@ -206,6 +69,11 @@ class Trainer(Evaluation, Saving):
             ...         nnkit.nn.utils.clip_grad_norm_(self.parameters(), 1.0)
             ...         self.optimizer.step()
             ...         return {"loss": loss}
+            >>> model = Clipped(nn.Linear(4, 2))
+            >>> model.compile("sgd", "mse")
+            >>> history = model.fit(nnkit.randn(16, 4), nnkit.randn(16, 2), epochs=2, verbose=0)
+            >>> len(history.history["loss"])
+            2
         """
         x, y, sample_weight = da.unpack_x_y_sample_weight(batch)
         y_pred = self._forward(x)
@@ -279,7 +147,7 @@ class Trainer(Evaluation, Saving):
                 if tensor.is_floating_point():
                     return tensor.device, tensor.dtype
         device, dtype = self.__dict__.get("_placement", (None, None))  # set by Module.to
-        return nnkit.device(device or "cpu"), dtype or nnkit.get_default_dtype()
+        return as_device(device or "cpu"), dtype or get_default_dtype()
 
     def _to_device(self, batch: Any) -> Any:
         device, dtype = self._target()
@@ -320,8 +188,6 @@ class Trainer(Evaluation, Saving):
         epochs: int = 1,
         steps: int | None = None,
     ) -> Any:
-        from nnkit.callbacks import CallbackList
-
         verbose = da.resolve_verbose(verbose)
         if isinstance(callbacks, CallbackList):
             return callbacks
@@ -415,11 +281,15 @@ class Trainer(Evaluation, Saving):
                 number of processes.
 
         Example:
-            >>> x_train, y_train, x_test, y_test = nnkit.data.load_digits()
-            >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
-            >>> history = model.fit(x_train, y_train, epochs=5, validation_split=0.1)
+            >>> x, y = nnkit.data.make_moons(64, noise=0.1)     # 64 points, 2 classes
+            >>> model = nnkit.Sequential(nn.Dense(16, activation="relu"), nn.Dense(2))
+            >>> model.compile("adam", "cross_entropy", metrics=["accuracy"], lr=0.01)
+            >>> history = model.fit(x, y, epochs=5, batch_size=16, validation_split=0.25,
+            ...                     verbose=0)
+            >>> sorted(history.history)
+            ['accuracy', 'loss', 'val_accuracy', 'val_loss']
             >>> history.history["val_accuracy"][-1]
-            0.97...
+            0.75
         """
         self._require_compiled("fit")
         verbose = da.resolve_verbose(verbose)
@@ -441,7 +311,7 @@ class Trainer(Evaluation, Saving):
             x, y, sample_weight, batch_size, validation_split, validation_data, shuffle, seed
         )
         val = self._validation_loader(val, validation_batch_size or batch_size)
-        if initial_epoch and train is not x and isinstance(train, nnkit.data.DataLoader):
+        if initial_epoch and train is not x and isinstance(train, DataLoader):
             # a loader built here shuffles epoch k as an uninterrupted run's epoch k
             train.load_state_dict({"epoch": initial_epoch, "position": 0, "seed": train.seed})
         if dist is not None:
@@ -577,8 +447,6 @@ class Trainer(Evaluation, Saving):
             signum = state.distributed.max_int(signum or 0) or None
         if signum is None:
             return
-        from nnkit.callbacks import BackupAndRestore
-
         path = None
         for cb in cbs:
             if isinstance(cb, BackupAndRestore):

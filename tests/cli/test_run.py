@@ -28,9 +28,9 @@ pytest.importorskip("h5py")
 import nnkit
 from tests.cli.conftest import write_config
 
-SLOW = {  # a few seconds of training: 8 epochs of 90 steps, checkpoints every 25 steps
+SLOW = {  # a few seconds of training: 8 epochs of 225 steps, checkpoints every 25 steps
     "seed": 1,
-    "data": {"name": "moons", "n_samples": 2000, "batch_size": 16, "validation_split": 0.1},
+    "data": {"name": "moons", "n_samples": 5000, "batch_size": 16, "validation_split": 0.1},
     "model": {
         "layers": [
             {"type": "Dense", "units": 128, "activation": "relu"},

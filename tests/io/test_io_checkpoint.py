@@ -22,7 +22,7 @@ from nnkit.optim import lr_scheduler as lrs
 
 
 def _cnn():
-    return L.Sequential(
+    return nnkit.Sequential(
         L.Conv2d(1, 3, 3, padding=1),
         L.BatchNorm2d(3),
         L.ReLU(),
@@ -78,8 +78,8 @@ def test_model_weights_round_trip_into_a_fresh_model(tmp_path, make, shape, save
 
 
 def test_hdf5_keys_are_dotted_parameter_paths(tmp_path):
-    model = L.Sequential()
-    model.add_module("features", L.Sequential(L.Conv2d(1, 2, 3), L.BatchNorm2d(2)))
+    model = nnkit.Sequential()
+    model.add_module("features", nnkit.Sequential(L.Conv2d(1, 2, 3), L.BatchNorm2d(2)))
     model.add_module("head", L.Linear(2, 1))
     save_weights(tmp_path / "w.h5", model)
     with h5py.File(tmp_path / "w.h5", "r") as f:
@@ -100,8 +100,8 @@ def test_load_weights_accepts_a_full_checkpoint(tmp_path):
 
 
 def test_non_strict_load_reports_missing_and_unexpected(tmp_path):
-    save_weights(tmp_path / "w.h5", L.Sequential(L.Linear(2, 2)))
-    bigger = L.Sequential(L.Linear(2, 2), L.Linear(2, 1))
+    save_weights(tmp_path / "w.h5", nnkit.Sequential(L.Linear(2, 2)))
+    bigger = nnkit.Sequential(L.Linear(2, 2), L.Linear(2, 1))
     missing, unexpected = load_weights(tmp_path / "w.h5", bigger, strict=False)
     assert missing == ["1.weight", "1.bias"] and unexpected == []
 
@@ -205,7 +205,7 @@ OPTIMIZERS = {
 
 def _setup(name):
     make_opt, make_sched = OPTIMIZERS[name]
-    model = L.Sequential(
+    model = nnkit.Sequential(
         L.Linear(6, 16), L.BatchNorm1d(16), L.ReLU(), L.Dropout(0.3), L.Linear(16, 3)
     )
     opt = make_opt(model.parameters())

@@ -29,7 +29,7 @@ import nnkit
 from nnkit import layers as L
 from nnkit.optim import Adam
 nnkit.manual_seed(0)
-model = L.Sequential(L.Linear(8, 4), L.Linear(4, 2))
+model = nnkit.Sequential(L.Linear(8, 4), L.Linear(4, 2))
 opt = Adam(model.parameters())
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
@@ -47,7 +47,7 @@ print(json.dumps({"error": error, "seconds": time.perf_counter() - t0, "peak_kib
 @pytest.fixture
 def good(tmp_path):
     nnkit.manual_seed(0)
-    model = L.Sequential(L.Linear(8, 4), L.Linear(4, 2))
+    model = nnkit.Sequential(L.Linear(8, 4), L.Linear(4, 2))
     opt = Adam(model.parameters())
     model(nnkit.randn(3, 8)).sum().backward()
     opt.step()

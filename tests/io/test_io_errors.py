@@ -94,7 +94,7 @@ def test_missing_directory_is_reported(tmp_path):
     ids=["save_checkpoint", "save_weights"],
 )
 def test_unbuilt_lazy_model_raises_before_creating_a_file(tmp_path, save):
-    model = L.Sequential(L.Dense(4), L.ReLU())
+    model = nnkit.Sequential(L.Dense(4), L.ReLU())
     with pytest.raises(NotBuiltError, match=r"Dense\(units=4\) has not been built yet"):
         save(tmp_path / "m.h5", model)
     assert os.listdir(tmp_path) == []
@@ -196,8 +196,8 @@ def test_weights_file_has_no_optimizer_or_scheduler(tmp_path):
 
 
 def test_strict_model_mismatch_lists_every_key(tmp_path):
-    save_weights(tmp_path / "w.h5", L.Sequential(L.Linear(3, 2), L.ReLU(), L.Linear(2, 1)))
-    model = L.Sequential(L.Linear(4, 2), L.Linear(2, 1))
+    save_weights(tmp_path / "w.h5", nnkit.Sequential(L.Linear(3, 2), L.ReLU(), L.Linear(2, 1)))
+    model = nnkit.Sequential(L.Linear(4, 2), L.Linear(2, 1))
     with pytest.raises(
         RuntimeError,
         match=r"(?s)Missing key\(s\) in state_dict: \"1\.weight\", "

@@ -109,7 +109,7 @@ def test_unstorable_values_raise_naming_the_location(tmp_path, value, error, mat
 
 
 def test_file_holds_no_object_or_pickled_data(tmp_path):
-    model = nnkit.layers.Sequential(nnkit.layers.Linear(3, 2), nnkit.layers.BatchNorm1d(2))
+    model = nnkit.Sequential(nnkit.layers.Linear(3, 2), nnkit.layers.BatchNorm1d(2))
     opt = nnkit.optim.Adam(model.parameters(), amsgrad=True)
     model(nnkit.randn(4, 3)).sum().backward()
     opt.step()

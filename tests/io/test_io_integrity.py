@@ -30,7 +30,7 @@ from nnkit.optim import Adam
 @pytest.fixture
 def saved(tmp_path):
     nnkit.manual_seed(0)
-    model = L.Sequential(L.Linear(6, 5), L.ReLU(), L.Linear(5, 2))
+    model = nnkit.Sequential(L.Linear(6, 5), L.ReLU(), L.Linear(5, 2))
     opt = Adam(model.parameters(), lr=0.01)
     model(nnkit.randn(4, 6)).sum().backward()
     opt.step()
@@ -40,7 +40,7 @@ def saved(tmp_path):
 
 
 def fresh():
-    model = L.Sequential(L.Linear(6, 5), L.ReLU(), L.Linear(5, 2))
+    model = nnkit.Sequential(L.Linear(6, 5), L.ReLU(), L.Linear(5, 2))
     return model, Adam(model.parameters(), lr=0.01)
 
 

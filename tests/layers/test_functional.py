@@ -230,9 +230,15 @@ def test_sdpa_bool_mask_equals_float_mask_and_causal(rng):
     "call,exc,msg",
     [
         (
+            lambda: F.conv2d(nnkit.randn(28, 28), nnkit.randn(4, 1, 3, 3)),
+            nnkit.ShapeError,
+            r"conv2d: expected input with 3 dimensions \(C, H, W\) \(unbatched\) or 4 "
+            r"\(N, C, H, W\) \(batched\), got shape \(28, 28\)",
+        ),
+        (
             lambda: F.conv2d(nnkit.randn(3, 28, 28), nnkit.randn(4, 1, 3, 3)),
             nnkit.ShapeError,
-            r"conv2d: expected input with 4 dimensions \(N, C, H, W\), got shape \(3, 28, 28\)",
+            r"conv2d: input has 3 channels but weight expects 1 .*input shape \(3, 28, 28\)",
         ),
         (
             lambda: F.conv2d(nnkit.randn(1, 3, 8, 8), nnkit.randn(4, 1, 3, 3)),
@@ -289,7 +295,7 @@ def test_sdpa_bool_mask_equals_float_mask_and_causal(rng):
         (lambda: F.dropout(nnkit.randn(3), 1.5), ValueError, r"dropout probability"),
         (
             lambda: F.binary_cross_entropy(nnkit.tensor([1.5]), nnkit.tensor([1.0])),
-            ValueError,
+            RuntimeError,
             r"between 0 and 1",
         ),
         (

@@ -367,7 +367,7 @@ def test_summary_of_a_functional_model_has_the_connected_to_column():
 
 
 def test_summary_options_and_sizes():
-    from nnkit.layers.summary import readable_memory_size
+    from nnkit.models.summary import readable_memory_size
 
     assert [readable_memory_size(n) for n in (0, 1023, 1024, 7976, 5 * 2**20, 3 * 2**30)] == [
         "0.00 B",

@@ -130,9 +130,23 @@ def test_parameters_vector_round_trip():
 
 def test_nn_namespace_aliases_layers():
     import nnkit.layers as layers
+    import nnkit.models as models
 
     assert nn.Module is layers.Module and nnkit.Module is layers.Module
-    assert nnkit.Parameter is layers.Parameter and nnkit.Model is layers.Model
+    assert nnkit.Parameter is layers.Parameter and nnkit.Model is models.Model
+    assert nnkit.Sequential is nn.Sequential is models.Sequential
+    assert nn.Model is models.Model and nn.Functional is models.Functional
+    assert "Sequential" not in layers.__all__ and not hasattr(layers, "Model")
     assert set(layers.__all__) <= set(nn.__all__)
     assert {"functional", "init", "utils"} <= set(nn.__all__)
     assert callable(nn.functional.conv2d)
+
+
+@pytest.mark.parametrize("size", [2, 4, 5])
+def test_vector_to_parameters_refuses_a_wrong_length_before_writing(size):
+    lin = nn.Linear(2, 1)
+    before = [p.detach().clone() for p in lin.parameters()]
+    with pytest.raises(ValueError, match="vector_to_parameters: vec must be a 1-d tensor of 3"):
+        nn.utils.vector_to_parameters(nnkit.ones(size), lin.parameters())
+    for p, old in zip(lin.parameters(), before):
+        assert (p == old).all()

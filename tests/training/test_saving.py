@@ -233,3 +233,44 @@ def test_callbacks_describe_themselves():
         again = deserialize(config)
         assert type(again) is type(cb)
         assert again.get_config() == cb.get_config()
+
+
+def test_architectures_saved_when_the_models_were_in_nnkit_layers_still_load():
+    # Model, Sequential and Functional moved from nnkit.layers to nnkit.models; a file
+    # written before names their old modules
+    old = {
+        "nnkit.models.sequential": "nnkit.layers.container",
+        "nnkit.models.functional": "nnkit.layers.functional_model",
+    }
+
+    def as_before(value):
+        if isinstance(value, dict):
+            return {k: old.get(v, v) if k == "module" else as_before(v) for k, v in value.items()}
+        return [as_before(v) for v in value] if isinstance(value, list) else value
+
+    inputs = nnkit.Input((3,))
+    functional = nnkit.Model(inputs, nn.Dense(2)(inputs))
+    for model in (nnkit.Sequential([nn.Dense(4), nn.ReLU()]), functional):
+        config = as_before(serialize(model))
+        assert config["module"].startswith("nnkit.layers.")
+        rebuilt = deserialize(json.loads(json.dumps(config)))
+        assert type(rebuilt) is type(model)
+        assert [type(m) for m in rebuilt.modules()] == [type(m) for m in model.modules()]
+    with pytest.raises(SerializationError, match="Could not locate class 'Dense'"):
+        deserialize({"module": "nnkit.layers.container", "class_name": "Dense", "config": {}})
+
+
+def test_compile_by_name_makes_the_optimizer_at_once_and_saves_it_unbuilt(tmp_path):
+    """As Keras: ``compile("sgd")`` creates the optimizer (built by the first fit); a model
+    saved before any fit keeps its learning rate and loads with an unbuilt optimizer."""
+    x, y = nnkit.randn(16, 3), nnkit.randn(16, 2)
+    model = nnkit.Sequential(nn.Dense(4), nn.Dense(2))
+    model.compile("sgd", loss="mse", lr=0.25)
+    assert type(model.optimizer).__name__ == "SGD" and not model.optimizer.built
+    model(x)
+    model.save(tmp_path / "m.h5")
+    loaded = nnkit.load_model(tmp_path / "m.h5")
+    assert not loaded.optimizer.built
+    assert float(loaded.optimizer.learning_rate) == 0.25
+    loaded.fit(x, y, epochs=1, verbose=0)
+    assert loaded.optimizer.built and int(loaded.optimizer.iterations) == 1

@@ -58,7 +58,7 @@ def load_digits(
         ((1437, 64), (360, 64))
     """
     try:
-        from sklearn.datasets import load_digits as sklearn_digits
+        from sklearn.datasets import load_digits as sklearn_digits  # optional: scikit-learn
     except ImportError as exc:
         raise ImportError("load_digits needs scikit-learn: pip install scikit-learn") from exc
     bunch = sklearn_digits()

@@ -21,7 +21,6 @@ from typing import Any
 from nnkit.autograd.factories import as_tensor
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.input_layer import InputLayer
-from nnkit.layers.model import Model
 from nnkit.layers.symbolic import (
     KerasTensor,
     Node,
@@ -30,6 +29,7 @@ from nnkit.layers.symbolic import (
     map_structure,
     pack_as,
 )
+from nnkit.models.model import Model
 
 __all__ = ["Functional", "map_graph"]
 
@@ -80,6 +80,14 @@ def _build_map(inputs: list, outputs: list) -> tuple[list[Node], dict]:
 
 def map_graph(inputs: list, outputs: list) -> tuple[dict, list]:
     """Keras's ``map_graph``: ``(nodes_by_depth, layers)``.
+
+    Args:
+        inputs: the model's input KerasTensors.
+        outputs: its output KerasTensors.
+
+    Returns:
+        ``(nodes_by_depth, layers)``: the nodes grouped by their depth from the outputs
+            (0: the output nodes), and the layers in topological order.
 
     Raises:
         ValueError: for a graph that does not connect ``outputs`` to ``inputs``, or two
@@ -141,7 +149,7 @@ def map_graph(inputs: list, outputs: list) -> tuple[dict, list]:
     return dict(nodes_by_depth), layers
 
 
-class Functional(Model):
+class Functional(Model, graph_model=True):
     """A model defined by the graph from ``inputs`` to ``outputs`` (Keras's functional API).
 
     Created by ``nnkit.Model(inputs, outputs, name=None)``. Calling it on Tensors runs
@@ -161,13 +169,15 @@ class Functional(Model):
 
     Example:
         >>> a, b = nnkit.Input((4,), name="a"), nnkit.Input((4,), name="b")
-        >>> shared = nnkit.nn.Dense(8, activation="relu")
-        >>> merged = nnkit.nn.concatenate([shared(a), shared(b)])
-        >>> model = nnkit.Model([a, b], nnkit.nn.Dense(1)(merged))
+        >>> shared = nnkit.nn.Dense(8, activation="relu", name="shared")
+        >>> merged = nnkit.nn.concatenate([shared(a), shared(b)], name="merged")
+        >>> model = nnkit.Model([a, b], nnkit.nn.Dense(1, name="out")(merged))
         >>> [layer.name for layer in model.layers]
-        ['a', 'b', 'dense', 'concatenate', 'dense_1']
+        ['a', 'b', 'shared', 'merged', 'out']
         >>> list(model.state_dict())
-        ['dense.weight', 'dense.bias', 'dense_1.weight', 'dense_1.bias']
+        ['shared.weight', 'shared.bias', 'out.weight', 'out.bias']
+        >>> model([nnkit.randn(3, 4), nnkit.randn(3, 4)]).shape
+        (3, 1)
     """
 
     def __init__(self, inputs: Any, outputs: Any, name: str | None = None) -> None:

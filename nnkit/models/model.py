@@ -3,8 +3,8 @@
 ``compile``/``fit``/``evaluate``/``predict``/``save`` come from
 :class:`nnkit.training.Trainer` (DESIGN §3, "Training"); this file adds ``build``,
 ``count_params``, ``get_layer`` and :meth:`Model.summary` (laid out by
-:mod:`nnkit.layers.summary`). ``nnkit.Model(inputs, outputs)`` returns a functional
-model (:class:`nnkit.layers.functional_model.Functional`).
+:mod:`nnkit.models.summary`). ``nnkit.Model(inputs, outputs)`` returns a functional
+model (:class:`nnkit.models.functional.Functional`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.backends.dtypes import int64
 from nnkit.layers.embedding import Embedding
 from nnkit.layers.module import Module
-from nnkit.layers.summary import listed_layers, print_summary, weight_counts
+from nnkit.models.summary import listed_layers, print_summary, weight_counts
 from nnkit.training.trainer import Trainer
 
 __all__ = ["Model"]
@@ -43,20 +43,34 @@ class Model(Trainer, Module):
         >>> class MLP(nnkit.Model):
         ...     def __init__(self):
         ...         super().__init__()
-        ...         self.hidden, self.out = Dense(64, activation="relu"), Dense(10)
+        ...         self.hidden = nn.Dense(16, activation="relu")
+        ...         self.out = nn.Dense(3)
         ...     def forward(self, x):
         ...         return self.out(self.hidden(x))
         >>> model = MLP()
         >>> model.compile("adam", "cross_entropy", metrics=["accuracy"])
-        >>> history = model.fit(x_train, y_train, epochs=5, validation_split=0.1)
+        >>> x, y = nnkit.randn(16, 4), nnkit.randint(0, 3, (16,))
+        >>> history = model.fit(x, y, epochs=2, validation_split=0.25, verbose=0)
+        >>> sorted(history.history)
+        ['accuracy', 'loss', 'val_accuracy', 'val_loss']
+        >>> model.predict(x[:2], verbose=0).shape
+        (2, 3)
     """
+
+    #: The class ``Model(inputs, outputs)`` returns; the subclass declared with
+    #: ``graph_model=True`` (:class:`~nnkit.models.functional.Functional`, which
+    #: ``nnkit.models`` always loads) sets it, so this module need not import its subclass.
+    _graph_model: type | None = None
+
+    def __init_subclass__(cls, graph_model: bool = False, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if graph_model:
+            Model._graph_model = cls
 
     def __new__(cls, *args, **kwargs):
         # ``nnkit.Model(inputs, outputs)`` is a functional model, as in Keras 3
         if cls is Model and functional_init_arguments(args, kwargs):
-            from nnkit.layers.functional_model import Functional
-
-            return Functional.__new__(Functional, *args, **kwargs)
+            return cls._graph_model.__new__(cls._graph_model, *args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
 
     def build(self, input_shape: tuple | list) -> None:
@@ -72,8 +86,9 @@ class Model(Trainer, Module):
                 number), e.g. ``(None, 20)``; a list of shapes for several inputs.
 
         Example:
-            >>> model = nnkit.Sequential([Dense(8), Dense(2)])
-            >>> model.build((None, 20)); model.count_params()
+            >>> model = nnkit.Sequential([nn.Dense(8), nn.Dense(2)])
+            >>> model.build((None, 20))
+            >>> model.count_params()          # (20 * 8 + 8) + (8 * 2 + 2)
             186
         """
         several = isinstance(input_shape, list) and all(
@@ -116,8 +131,12 @@ class Model(Trainer, Module):
                 range, or no layer of that name (the message lists the names).
 
         Example:
-            >>> model.get_layer("dense_1").weight.shape
+            >>> model = nnkit.Sequential([nn.Dense(64, name="hidden"), nn.Dense(10, name="out")])
+            >>> model.build((None, 20))
+            >>> model.get_layer("out").weight.shape
             (10, 64)
+            >>> model.get_layer(index=0).name
+            'hidden'
         """
         layers = listed_layers(self)
         if index is not None and name is not None:
@@ -154,7 +173,7 @@ class Model(Trainer, Module):
         """Print Keras 3's summary: each layer (``dense (Dense)``), its output shape and
         weight count (and what it is connected to, in a functional model that is not a
         chain), then the total, trainable, non-trainable and (after training started)
-        optimizer parameter counts with their sizes (see :mod:`nnkit.layers.summary`).
+        optimizer parameter counts with their sizes (see :mod:`nnkit.models.summary`).
 
         Args:
             input_shape: for a Sequential or subclassed model, the shape of one input
@@ -171,11 +190,22 @@ class Model(Trainer, Module):
             layer_range: ``(first, last)`` layer names (or regexes) to list only those.
 
         Example:
-            >>> model = nnkit.Sequential([Dense(64, activation="relu"), Dense(10)])
-            >>> model.build((None, 20)); model.summary()
-            Model: "sequential"
-            ...
+            >>> model = nnkit.Sequential(
+            ...     [nn.Dense(64, activation="relu", name="hidden"), nn.Dense(10, name="logits")]
+            ... )
+            >>> model.build((None, 20))
+            >>> model.summary()
+            Model: "sequential..."
+            ========================================================================================
+            Layer (type)                           Output Shape                            Param #
+            ========================================================================================
+            hidden (Dense)                         (None, 64)                                1,344
+            ----------------------------------------------------------------------------------------
+            logits (Dense)                         (None, 10)                                  650
+            ========================================================================================
              Total params: 1,994 (7.79 KB)
+             Trainable params: 1,994 (7.79 KB)
+             Non-trainable params: 0 (0.00 B)
         """
         if input_shape is None:
             input_shape = self.__dict__.get("_sample_shape")

@@ -30,13 +30,21 @@ from typing import Any
 from nnkit.autograd.factories import zeros
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.layers.container import ModuleDict, ModuleList
 from nnkit.layers.symbolic import KerasTensor, flatten, inbound_nodes, map_structure
 
 __all__ = ["print_summary", "readable_memory_size", "listed_layers", "weight_counts"]
 
 
 def readable_memory_size(size: float) -> str:
-    """Keras's ``readable_memory_size``: ``'7.79 KB'`` for 7,976 bytes (base 1024)."""
+    """Keras's ``readable_memory_size``: ``'7.79 KB'`` for 7,976 bytes (base 1024).
+
+    Args:
+        size: a number of bytes.
+
+    Returns:
+        The size with two decimals and a unit (``B``, ``KB``, ... ``PB``).
+    """
     units = ["B", "KB", "MB", "GB", "TB", "PB"]
     for unit in units:
         if size / 1024 < 1:
@@ -72,7 +80,14 @@ def _count(tensors: Iterable[Tensor]) -> tuple[int, int]:
 
 
 def weight_counts(module: Any) -> dict[str, tuple[int, int]]:
-    """``{'trainable': (count, bytes), 'non_trainable': (count, bytes)}``."""
+    """``{'trainable': (count, bytes), 'non_trainable': (count, bytes)}``.
+
+    Args:
+        module: a Module.
+
+    Returns:
+        The dict.
+    """
     trainable, frozen = _weights(module)
     return {"trainable": _count(trainable), "non_trainable": _count(frozen)}
 
@@ -102,11 +117,16 @@ def optimizer_counts(optimizer: Any) -> tuple[int, int] | None:
 def listed_layers(model: Any) -> list:
     """The layers a summary (and ``get_layer``) lists: a functional model's or a
     Sequential's ``layers``; for a subclassed model its direct children, with
-    ``ModuleList``/``ModuleDict`` containers opened (Keras tracks the layers they hold)."""
+    ``ModuleList``/``ModuleDict`` containers opened (Keras tracks the layers they hold).
+
+    Args:
+        model: a model.
+
+    Returns:
+        The list of layers.
+    """
     if isinstance(getattr(type(model), "layers", None), property):
         return list(model.layers)
-    from nnkit.layers.container import ModuleDict, ModuleList
-
     out, stack = [], list(reversed(list(model.children())))
     while stack:
         child = stack.pop()
@@ -231,7 +251,18 @@ def print_summary(
     show_trainable: bool = False,
     layer_range: Any = None,
 ) -> None:
-    """Print ``model``'s summary (see the module docstring and ``Model.summary``)."""
+    """Print ``model``'s summary (see the module docstring and ``Model.summary``).
+
+    Args:
+        model: the model (built, or given ``input_shape``).
+        input_shape: the input shape to trace output shapes with (None: the built one).
+        print_fn: called with each line.
+        line_length: the width of the table (None: Keras's default).
+        positions: the columns' right edges as fractions of ``line_length``.
+        expand_nested: also list the layers of nested models, indented.
+        show_trainable: add a column saying whether each layer is trainable.
+        layer_range: ``(first, last)`` layer names (or regexes) to list only those.
+    """
     functional = hasattr(model, "_nodes_by_depth")
     layers = listed_layers(model)
     nodes = _model_nodes(model) if functional else {}

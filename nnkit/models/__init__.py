@@ -1,0 +1,14 @@
+"""Whole networks: :class:`Model`, :class:`Sequential` and functional models.
+
+``Model`` is a :class:`~nnkit.layers.Module` with the Keras training API of
+:class:`~nnkit.training.Trainer`; it sits above the layers and the training loop (as
+Keras keeps ``models/`` above ``layers/``). ``nnkit.Model(inputs, outputs)`` returns a
+:class:`Functional`. The public names are ``nnkit.Model``, ``nnkit.Sequential`` and
+``nnkit.nn.Sequential``.
+"""
+
+from nnkit.models.functional import Functional
+from nnkit.models.model import Model
+from nnkit.models.sequential import Sequential
+
+__all__ = ["Model", "Sequential", "Functional"]
