@@ -718,6 +718,16 @@ row(
             dict(reduction="sum"),
             desc="weight",
         ),
+        Sample(
+            (
+                rng.uniform(0.05, 0.95, (3, 4)),
+                rng.uniform(0, 1, (3, 4)),
+                rng.uniform(0.5, 2, (4,)),
+                "none",
+            ),
+            diff=(0, 1),
+            desc="none, broadcast weight",
+        ),
     ],
 )
 row(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import nnkit
-from nnkit.autograd.ops.ordering import CumProd, CumSum, LogCumSumExp
+from nnkit.autograd.ops.scan import CumProd, CumSum, LogCumSumExp
 from tests.opspec import OpSpec, Sample
 from tests.optable_core import distinct, rn
 

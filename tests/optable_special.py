@@ -143,6 +143,48 @@ row(
     np.maximum,
     lambda rng: [Sample((off(0.0)(rng, 2, 3), np.zeros(3)), desc="bcast")],
 )
+
+
+def _bounds_apart(rng, shape_x, shape_lo, shape_hi, gap=0.2):
+    """``x``, ``lo`` and ``hi`` pairwise ``gap`` apart after broadcasting (no ties, where
+    the gradient moves between them); some places have ``lo > hi`` (the result is ``hi``)."""
+    while True:
+        x, lo, hi = rn(rng, *shape_x) * 2, rn(rng, *shape_lo), rn(rng, *shape_hi)
+        if all(np.abs(np.subtract(a, b)).min() > gap for a, b in ((x, lo), (x, hi), (lo, hi))):
+            return x, lo, hi
+
+
+def _clamp_bounds_samples(rng):
+    x, lo, hi = _bounds_apart(rng, (2, 3), (), ())
+    return [
+        Sample(_bounds_apart(rng, (2, 3), (2, 3), (2, 3)), desc="same"),
+        Sample(_bounds_apart(rng, (2, 3), (3,), (2, 1)), desc="bcast"),
+        Sample(_bounds_apart(rng, (3,), (2, 3), ()), desc="x-bcast"),
+        Sample((x, float(lo), hi), desc="number-min"),
+    ]
+
+
+row(
+    "clamp_tensor_bounds",
+    nnkit.clamp,
+    lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    _clamp_bounds_samples,
+)
+row(
+    "clamp_max_tensor",
+    nnkit.clamp_max,
+    np.minimum,
+    lambda rng: [
+        Sample(_bounds_apart(rng, (2, 3), (3,), ())[:2], desc="bcast"),
+        Sample(_bounds_apart(rng, (3,), (2, 3), ())[:2], desc="x-bcast"),
+    ],
+)
+row(
+    "clamp_tensor_max_only",
+    lambda x, hi: nnkit.clamp(x, max=hi),
+    np.minimum,
+    lambda rng: [Sample(_bounds_apart(rng, (2, 3), (2, 1), ())[:2], desc="bcast")],
+)
 row("nan_to_num", nnkit.nan_to_num, np.nan_to_num, unary_samples())
 row(
     "nan_to_num_kw",

@@ -12,9 +12,12 @@ between forward and backward drops to the segments' inputs.
 
 from __future__ import annotations
 
+from nnkit.autograd.engine import run_backward
+from nnkit.autograd.factories import empty
 from nnkit.autograd.function import Function
 from nnkit.autograd.grad_mode import enable_grad, state
 from nnkit.autograd.graph import saved_tensors_hooks
+from nnkit.autograd.tensor import Tensor
 from nnkit.random import get_rng_state, set_rng_state
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
@@ -55,16 +58,19 @@ def checkpoint(
         reentrant checkpoint.
 
     Example:
+        >>> w1 = nnkit.ones(3, 4, requires_grad=True)
+        >>> w2 = nnkit.ones(4, 1, requires_grad=True)
         >>> def block(h):
         ...     return (h @ w1).relu() @ w2
-        >>> y = nnkit.checkpoint(block, x)      # nothing inside block is kept
-        >>> y.sum().backward()                  # block runs again here
+        >>> x = nnkit.tensor([[1.0, 2.0, -0.5]], requires_grad=True)
+        >>> y = nnkit.checkpoint(block, x)  # nothing inside block is kept
+        >>> y.sum().backward()  # block runs again here
+        >>> x.grad
+        tensor([[4.0, 4.0, 4.0]])
     """
     del use_reentrant
     if not state.grad_enabled:
         return function(*args, **kwargs)
-    from nnkit.autograd.tensor import Tensor
-
     rng = get_rng_state() if preserve_rng_state else None
     if any(isinstance(a, Tensor) and a._impl.requires_grad for a in args):
         return Checkpoint.apply(function, kwargs, rng, None, *args)
@@ -75,8 +81,6 @@ def checkpoint(
     outs = _as_outputs(out)
     if not any(o._impl.requires_grad for o in outs):
         return out
-    from nnkit.autograd.factories import empty
-
     anchor = empty(0, requires_grad=True)  # gives the segment's node an edge to hang on
     pre = tuple(o.detach() for o in outs)
     res = Checkpoint.apply(
@@ -91,13 +95,32 @@ def checkpoint_sequential(
     """Run ``functions`` (a sequence of callables, or a Sequential) one after another,
     checkpointing them in ``segments`` consecutive groups.
 
+    Each group is one :func:`checkpoint`: only the group boundaries are kept for
+    backward, and each group runs again there. The result and gradients equal those of
+    running ``functions`` directly.
+
     Args:
-        functions: callables applied in order (each takes the previous output).
-        segments: how many checkpointed groups to split them into.
+        functions: callables applied in order (each takes the previous output), or a
+            container whose ``children()`` are.
+        segments: how many checkpointed groups to split them into (``>= 1``; groups of
+            ``ceil(len(functions) / segments)``, so there may be fewer).
         input: the first function's input.
+        use_reentrant: accepted for PyTorch compatibility (see :func:`checkpoint`).
+        preserve_rng_state: replay the random state in each recomputation.
 
     Returns:
         The last function's output.
+
+    Raises:
+        ValueError: for ``segments < 1``.
+
+    Example:
+        >>> fns = [lambda h: h * 2, lambda h: h.relu(), lambda h: h + 1, lambda h: h.exp()]
+        >>> x = nnkit.tensor([0.5, -1.0], requires_grad=True)
+        >>> y = nnkit.autograd.checkpoint_sequential(fns, 2, x)
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([14.7781,  0.0000])
     """
     fns = list(functions.children()) if hasattr(functions, "children") else list(functions)
     if segments < 1:
@@ -134,8 +157,6 @@ def _discarded(packed):
 
 
 def _as_outputs(out) -> tuple:
-    from nnkit.autograd.tensor import Tensor
-
     outs = out if isinstance(out, tuple) else (out,)
     for o in outs:
         if not isinstance(o, Tensor):
@@ -151,8 +172,6 @@ class Checkpoint(Function):
 
     @staticmethod
     def forward(ctx, run_fn, kwargs, rng_state, precomputed, *args):
-        from nnkit.autograd.tensor import Tensor
-
         ctx.run_fn, ctx.kwargs, ctx.rng_state = run_fn, kwargs, rng_state
         ctx.anchored = precomputed is not None
         if ctx.anchored:  # args[0] is the anchor leaf, not an argument of run_fn
@@ -169,8 +188,6 @@ class Checkpoint(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from nnkit.autograd.engine import run_backward
-
         create_graph = state.grad_enabled  # the engine turns grad on for create_graph
         args = list(ctx.args)
         inputs = []

@@ -1,20 +1,21 @@
-"""Tensor factories (``tensor``, ``zeros``, ``randn``, ...) and conversions (``to``).
+"""Tensor factories (``tensor``, ``zeros``, ``randn``, ...); the conversions (``to``,
+``float``, ``new_zeros``, ...) are in :mod:`nnkit.autograd.conversion`.
 
 Every factory takes ``dtype=``, ``device=`` and ``requires_grad=`` keywords; shapes
 may be given as a tuple or as separate ints (``zeros(2, 3)`` or ``zeros((2, 3))``).
-Random factories draw from nnkit's global generator (see :func:`nnkit.manual_seed`).
+The random factories (``rand``, ``randn``, ...) are in
+:mod:`nnkit.autograd.random_factories`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from nnkit.autograd.function import Op
 from nnkit.autograd.tensor import Tensor, TensorImpl
 from nnkit.backends import dtypes as _dt
+from nnkit.backends.device import cpu as _cpu
 from nnkit.backends.device import device as _device
 from nnkit.backends.device import get_mat_class
-from nnkit.random import default_generator
 
 __all__ = [
     "tensor",
@@ -28,30 +29,10 @@ __all__ = [
     "arange",
     "linspace",
     "eye",
-    "rand",
-    "randn",
-    "randint",
-    "randperm",
     "zeros_like",
     "ones_like",
     "full_like",
     "empty_like",
-    "rand_like",
-    "randn_like",
-    "to",
-    "cpu",
-    "cuda",
-    "new_zeros",
-    "new_ones",
-    "new_full",
-    "new_tensor",
-    "type_as",
-    "float",
-    "double",
-    "half",
-    "long",
-    "int",
-    "bool",
 ]
 
 _float, _int, _bool = float, int, bool
@@ -83,18 +64,27 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """A new tensor holding a copy of ``data`` (numbers, nested lists, arrays, tensors).
 
     Args:
-        data: the values.
-        dtype: the dtype (default: inferred; Python floats give float32).
-        device: ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (default cpu).
-        requires_grad: make it a leaf that records gradients.
+        data: the values; ragged nested lists are refused.
+        dtype: the dtype (default: inferred: Python floats give the default float dtype,
+            ints int64, bools bool; NumPy arrays keep theirs).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor that never shares memory with ``data`` (see :func:`as_tensor`).
 
     Raises:
         TypeError: for non-numeric data or an unsupported dtype.
         ValueError: for ragged nested lists.
 
     Example:
-        >>> nnkit.tensor([[1, 2], [3, 4]]).dtype
-        nnkit.int64
+        >>> nnkit.tensor([[1, 2], [3, 4]])
+        tensor([[1, 2],
+                [3, 4]])
+        >>> nnkit.tensor([1.5, 2.0], dtype=nnkit.float64, requires_grad=True)
+        tensor([1.5000, 2.0000], dtype=nnkit.float64, requires_grad=True)
+        >>> nnkit.tensor(np.arange(3, dtype=np.int32)).dtype
+        nnkit.int32
     """
     dev = _device(device) if device is not None else None
     if isinstance(data, Tensor):
@@ -117,18 +107,37 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 def _dt_cpu():
-    from nnkit.backends.device import cpu as _cpu
-
     return _cpu
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like :func:`tensor`, but shares memory with a tensor or array when it can."""
+    """Like :func:`tensor`, but shares memory with ``data`` when it can.
+
+    A tensor is returned as is (converted only if ``dtype``/``device`` differ); a CPU
+    NumPy array of a supported dtype is wrapped without a copy (as :func:`from_numpy`);
+    anything else is copied.
+
+    Args:
+        data: a tensor, an array, or anything :func:`tensor` accepts.
+        dtype: the dtype (default: ``data``'s, inferred as in :func:`tensor`).
+        device: the device (default: ``data``'s, or the CPU).
+
+    Returns:
+        A tensor, possibly ``data`` itself or a view of its memory. Unlike :func:`tensor`
+        it keeps ``data``'s autograd history.
+
+    Example:
+        >>> a = np.array([1.0, 2.0])
+        >>> t = nnkit.as_tensor(a)
+        >>> a[0] = 9.0
+        >>> t
+        tensor([9.0, 2.0], dtype=nnkit.float64)
+    """
     if isinstance(data, Tensor):
         out = data
         if device is not None:
-            out = to(out, device)
-        return to(out, dtype) if dtype is not None else out
+            out = out.to(device)
+        return out.to(dtype) if dtype is not None else out
     if isinstance(data, np.ndarray) and (device is None or _device(device).type == "cpu"):
         dt = _dt.to_dtype(dtype) if dtype is not None else _infer_dtype(data, data)
         if data.dtype == dt.np:
@@ -137,7 +146,27 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A CPU tensor sharing memory with ``array`` (writes show through both ways)."""
+    """A CPU tensor sharing memory with the NumPy array ``array``.
+
+    Writes show through both ways; the tensor keeps the array's dtype and shape.
+
+    Args:
+        array: a :class:`numpy.ndarray` of a supported dtype (bool, int8/16/32/64,
+            uint8, float16/32/64).
+
+    Returns:
+        A CPU tensor viewing ``array``'s memory.
+
+    Raises:
+        TypeError: for something other than an ndarray, or an unsupported dtype.
+
+    Example:
+        >>> a = np.zeros(3, dtype=np.float32)
+        >>> t = nnkit.from_numpy(a)
+        >>> t += 1
+        >>> a
+        array([1., 1., 1.], dtype=float32)
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
     _dt.to_dtype(array.dtype)
@@ -145,7 +174,25 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def from_dlpack(ext) -> Tensor:
-    """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, PyTorch...)."""
+    """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, PyTorch, ...).
+
+    Args:
+        ext: an object with ``__dlpack__`` and ``__dlpack_device__`` on the CPU or on
+            a CUDA device (CUDA needs CuPy).
+
+    Returns:
+        A tensor on ``ext``'s device viewing its memory (no copy).
+
+    Raises:
+        RuntimeError: for another DLPack device type.
+
+    Example:
+        >>> a = np.array([1, 2, 3])
+        >>> t = nnkit.from_dlpack(a)
+        >>> a[0] = 7
+        >>> t
+        tensor([7, 2, 3])
+    """
     dev_type, dev_id = ext.__dlpack_device__()
     if _int(dev_type) == 1:
         return Tensor._from_mat(get_mat_class(_dt_cpu()).from_host(np.from_dlpack(ext)))
@@ -172,25 +219,93 @@ def _cls_dt(dtype, device, default=None):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros of shape ``size``."""
+    """A tensor of shape ``size`` filled with 0.
+
+    Args:
+        size: the shape, as separate ints or one tuple/list (``zeros(2, 3)`` or
+            ``zeros((2, 3))``); sizes must be non-negative ints.
+        dtype: the dtype (default: the default float dtype, see :func:`set_default_dtype`).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> nnkit.zeros(2, 3)
+        tensor([[0.0, 0.0, 0.0],
+                [0.0, 0.0, 0.0]])
+        >>> nnkit.zeros((2,), dtype=nnkit.int64)
+        tensor([0, 0])
+    """
     cls, dt = _cls_dt(dtype, device)
     return _make(cls.zeros(_shape(size), dt.np), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones of shape ``size``."""
+    """A tensor of shape ``size`` filled with 1.
+
+    Args:
+        size: the shape, as separate ints or one tuple/list (``zeros(2, 3)`` or
+            ``zeros((2, 3))``); sizes must be non-negative ints.
+        dtype: the dtype (default: the default float dtype, see :func:`set_default_dtype`).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> nnkit.ones(2, 2, dtype=nnkit.bool)
+        tensor([[True, True],
+                [True, True]])
+    """
     cls, dt = _cls_dt(dtype, device)
     return _make(cls.ones(_shape(size), dt.np), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """An uninitialised tensor of shape ``size``."""
+    """An uninitialised tensor of shape ``size``: its values are whatever the memory held.
+
+    Args:
+        size: the shape, as separate ints or one tuple/list (``zeros(2, 3)`` or
+            ``zeros((2, 3))``); sizes must be non-negative ints.
+        dtype: the dtype (default: the default float dtype, see :func:`set_default_dtype`).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor; write to it before reading.
+
+    Example:
+        >>> nnkit.empty(2, 3).shape
+        (2, 3)
+    """
     cls, dt = _cls_dt(dtype, device)
     return _make(cls.empty(_shape(size), dt.np), requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it)."""
+    """A tensor of shape ``size`` filled with ``fill_value``.
+
+    Args:
+        size: the shape, an int or a tuple/list of ints.
+        fill_value: the value to fill with.
+        dtype: the dtype (default: from ``fill_value``: bool for a bool, int64 for an int, the
+            default float dtype otherwise, as in PyTorch).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> nnkit.full((2, 2), 7)
+        tensor([[7, 7],
+                [7, 7]])
+        >>> nnkit.full(3, 0.5)
+        tensor([0.5000, 0.5000, 0.5000])
+    """
     default = (
         _dt.bool_
         if isinstance(fill_value, _bool)
@@ -206,9 +321,28 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Values ``start, start+step, ...`` below ``end`` (``arange(n)``: 0..n-1).
+    """The values ``start, start + step, ...`` below ``end`` (``arange(n)``: ``0 .. n-1``).
 
-    Integer arguments give int64, any float argument the default float dtype.
+    Args:
+        start: the first value; with ``end`` omitted, the end (and ``start`` is 0).
+        end: the bound, not included.
+        step: the increment (non-zero; may be negative).
+        dtype: the dtype (default: int64 when all of ``start``, ``end``, ``step`` are ints,
+            the default float dtype otherwise).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A 1-d tensor of ``ceil((end - start) / step)`` values.
+
+    Raises:
+        ValueError: for ``step == 0``.
+
+    Example:
+        >>> nnkit.arange(4)
+        tensor([0, 1, 2, 3])
+        >>> nnkit.arange(1, 2, 0.25)
+        tensor([1.0000, 1.2500, 1.5000, 1.7500])
     """
     if end is None:
         start, end = 0, start
@@ -220,10 +354,22 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included.
 
-    ``start``/``end`` may be numbers or 0-d tensors (their values are used: the result
-    is computed in ``dtype``, not in theirs).
+    Args:
+        start: the first value (a number or a 0-d tensor, whose value is used).
+        end: the last value (a number or a 0-d tensor).
+        steps: the number of values (0 gives an empty tensor, 1 just ``start``).
+        dtype: the dtype (default: the default float dtype, see :func:`set_default_dtype`).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A 1-d tensor computed in ``dtype``.
+
+    Example:
+        >>> nnkit.linspace(0, 1, 5)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     cls, dt = _cls_dt(dtype, device)
@@ -231,44 +377,25 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
-    """The ``n × m`` identity matrix."""
+    """The ``n x m`` identity matrix: ones on the main diagonal, zeros elsewhere.
+
+    Args:
+        n: the number of rows.
+        m: the number of columns (default ``n``).
+        dtype: the dtype (default: the default float dtype, see :func:`set_default_dtype`).
+        device: ``'cpu'`` (default), ``'cuda'`` or ``'cuda:N'``, or a :class:`Device`.
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new 2-d tensor.
+
+    Example:
+        >>> nnkit.eye(2, 3)
+        tensor([[1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0]])
+    """
     cls, dt = _cls_dt(dtype, device)
     return _make(cls.eye(n, n if m is None else m, dt.np), requires_grad)
-
-
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
-    """Uniform draws from [0, 1)."""
-    cls, dt = _cls_dt(dtype, device)
-    return _make(cls.rand(_shape(size), dt.np, generator or default_generator()), requires_grad)
-
-
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
-    """Standard normal draws."""
-    cls, dt = _cls_dt(dtype, device)
-    return _make(cls.randn(_shape(size), dt.np, generator or default_generator()), requires_grad)
-
-
-def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None) -> Tensor:
-    """Integers drawn uniformly from [low, high) (``randint(high, size)`` also works)."""
-    if high is None or isinstance(high, (tuple, list)):
-        low, high, size = 0, low, size if high is None else high
-    cls, dt = _cls_dt(dtype, device, _dt.int64)
-    return Tensor._from_mat(
-        cls.randint(
-            low,
-            high,
-            _shape((size,) if isinstance(size, _int) else (size,)),
-            dt.np,
-            generator or default_generator(),
-        )
-    )
-
-
-def randperm(n: int, *, dtype=None, device=None, generator=None) -> Tensor:
-    """A random permutation of 0..n-1."""
-    cls, dt = _cls_dt(dtype, device, _dt.int64)
-    perm = (generator or default_generator()).permutation(n)
-    return Tensor._from_mat(cls.from_host(perm.astype(dt.np)))
 
 
 def _like(t, dtype, device):
@@ -276,127 +403,86 @@ def _like(t, dtype, device):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros of ``input``'s shape (and its dtype and device unless given).
+
+    Args:
+        input: the tensor whose shape (and defaults) to take.
+        dtype: the dtype (default: ``input``'s).
+        device: the device (default: ``input``'s).
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> nnkit.zeros_like(nnkit.tensor([[1, 2, 3]]))
+        tensor([[0, 0, 0]])
+    """
     dt, dev = _like(input, dtype, device)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones of ``input``'s shape (and its dtype and device unless given).
+
+    Args:
+        input: the tensor whose shape (and defaults) to take.
+        dtype: the dtype (default: ``input``'s).
+        device: the device (default: ``input``'s).
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> nnkit.ones_like(nnkit.tensor([1, 2]), dtype=nnkit.float32)
+        tensor([1.0, 1.0])
+    """
     dt, dev = _like(input, dtype, device)
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``input``'s shape filled with ``fill_value`` (and ``input``'s dtype and
+    device unless given: ``full_like(int_tensor, 2.7)`` truncates to 2, as in PyTorch).
+
+    Args:
+        input: the tensor whose shape (and defaults) to take.
+        fill_value: the value to fill with.
+        dtype: the dtype (default: ``input``'s).
+        device: the device (default: ``input``'s).
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor.
+
+    Example:
+        >>> nnkit.full_like(nnkit.zeros(2, 2), 3.5)
+        tensor([[3.5000, 3.5000],
+                [3.5000, 3.5000]])
+    """
     dt, dev = _like(input, dtype, device)
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor of ``input``'s shape (and its dtype and device unless given).
+
+    Args:
+        input: the tensor whose shape (and defaults) to take.
+        dtype: the dtype (default: ``input``'s).
+        device: the device (default: ``input``'s).
+        requires_grad: make the result a leaf that records gradients.
+
+    Returns:
+        A new tensor; write to it before reading.
+
+    Example:
+        >>> nnkit.empty_like(nnkit.zeros(2, 3, dtype=nnkit.int32)).dtype
+        nnkit.int32
+    """
     dt, dev = _like(input, dtype, device)
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def rand_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt, dev = _like(input, dtype, device)
-    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def randn_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt, dev = _like(input, dtype, device)
-    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-# ------------------------------------------------------------- conversions
-class ToDevice(Op):
-    @staticmethod
-    def forward(ctx, x, device):
-        ctx.src = x.device
-        return x.to_device(device)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return to(grad_output, ctx.src), None
-
-
-def to(x, *args, dtype=None, device=None, copy: bool = False, non_blocking: bool = False):
-    """``x`` on another device and/or dtype (``to('cuda')``, ``to(nnkit.float64)``,
-    ``to(other_tensor)``); returns ``x`` itself when nothing changes."""
-    from nnkit.autograd.ops.shape import cast, clone
-
-    for a in args:
-        if isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda") or hasattr(a, "type"):
-            device = a
-        else:
-            dtype = a
-    out = x
-    if device is not None:
-        dev = _device(device)
-        if dev != x.device:
-            out = ToDevice.apply(out, dev)
-    if dtype is not None:
-        out = cast(out, dtype)
-    return clone(out) if copy and out is x else out
-
-
-def cpu(x) -> Tensor:
-    """``x`` on the CPU."""
-    return to(x, "cpu")
-
-
-def cuda(x, device=None) -> Tensor:
-    """``x`` on a CUDA device (default ``cuda:0``)."""
-    return to(x, device if device is not None else "cuda")
-
-
-def float(x) -> Tensor:
-    return to(x, _dt.float32)
-
-
-def double(x) -> Tensor:
-    return to(x, _dt.float64)
-
-
-def half(x) -> Tensor:
-    return to(x, _dt.float16)
-
-
-def long(x) -> Tensor:
-    return to(x, _dt.int64)
-
-
-def int(x) -> Tensor:
-    return to(x, _dt.int32)
-
-
-def bool(x) -> Tensor:
-    return to(x, _dt.bool_)
-
-
-def type_as(x, other) -> Tensor:
-    """``x`` with ``other``'s dtype, on ``other``'s device (as torch's type names the device)."""
-    return to(x, device=other.device, dtype=other.dtype)
-
-
-def new_zeros(x, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Zeros of ``size`` with ``x``'s dtype and device (unless given)."""
-    dt, dev = _like(x, dtype, device)
-    return zeros(*size, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def new_ones(x, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
-    return ones(*size, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def new_full(x, size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
-    return full(size, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def new_tensor(x, data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt, dev = _like(x, dtype, device)
-    return tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 _ = TensorImpl

@@ -34,11 +34,35 @@ state = _State()
 
 
 def is_grad_enabled() -> bool:
-    """Whether ops called in this thread record the graph."""
+    """Whether ops called in this thread record the autograd graph.
+
+    Returns:
+        False inside :class:`no_grad`, :class:`inference_mode` or
+        ``set_grad_enabled(False)``; True otherwise (the default).
+
+    Example:
+        >>> nnkit.is_grad_enabled()
+        True
+        >>> with nnkit.no_grad():
+        ...     nnkit.is_grad_enabled()
+        False
+    """
     return state.grad_enabled
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside an enabled :class:`inference_mode` block.
+
+    Returns:
+        A bool (False by default).
+
+    Example:
+        >>> with nnkit.inference_mode():
+        ...     nnkit.is_inference_mode_enabled()
+        True
+        >>> nnkit.is_inference_mode_enabled()
+        False
+    """
     return state.inference
 
 
@@ -57,14 +81,24 @@ class _ModeContext:
 
 
 class set_grad_enabled(_ModeContext):
-    """Enable or disable graph recording: as a function call, context manager or decorator.
+    """Enable or disable graph recording in this thread: as a function call, a context
+    manager or a decorator.
+
+    Called as a function it switches the mode at once (and for good); as a context
+    manager or decorator the previous mode is restored on exit, as in PyTorch.
 
     Args:
         mode: True to record the graph, False not to.
 
     Example:
+        >>> x = nnkit.ones(2, requires_grad=True)
         >>> with nnkit.set_grad_enabled(False):
-        ...     y = x * 2          # y.requires_grad is False
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+        >>> with nnkit.set_grad_enabled(True):
+        ...     (x * 2).requires_grad
+        True
     """
 
     def __init__(self, mode: bool) -> None:
@@ -87,9 +121,21 @@ class set_grad_enabled(_ModeContext):
 class no_grad(_ModeContext):
     """Context manager / decorator that disables graph recording in this thread.
 
+    Results computed inside have ``requires_grad=False``; use it for evaluation and for
+    updating parameters in place. Thread-local: other threads keep their mode.
+
     Example:
+        >>> w = nnkit.tensor([1.0, 2.0], requires_grad=True)
+        >>> (w * w).sum().backward()
         >>> with nnkit.no_grad():
-        ...     w -= lr * w.grad
+        ...     w -= 0.1 * w.grad
+        >>> w
+        tensor([0.8000, 1.6000], requires_grad=True)
+        >>> @nnkit.no_grad()
+        ... def predict(x):
+        ...     return x * w
+        >>> predict(nnkit.ones(2)).requires_grad
+        False
     """
 
     def __enter__(self):
@@ -103,7 +149,17 @@ class no_grad(_ModeContext):
 
 
 class enable_grad(_ModeContext):
-    """Context manager / decorator that enables graph recording (inside ``no_grad``)."""
+    """Context manager / decorator that enables graph recording, e.g. inside a
+    :class:`no_grad` block.
+
+    Example:
+        >>> x = nnkit.ones(2, requires_grad=True)
+        >>> with nnkit.no_grad():
+        ...     with nnkit.enable_grad():
+        ...         y = x * 2
+        >>> y.requires_grad
+        True
+    """
 
     def __enter__(self):
         self._prev = state.grad_enabled
@@ -116,10 +172,22 @@ class enable_grad(_ModeContext):
 
 
 class inference_mode(_ModeContext):
-    """Like :class:`no_grad`, and tensors made inside are marked as inference tensors.
+    """Like :class:`no_grad`, and :func:`is_inference_mode_enabled` is True inside;
+    also a decorator.
+
+    Unlike PyTorch, tensors made inside are ordinary tensors, not "inference tensors":
+    they may later take part in recorded ops (PyTorch refuses to save them for
+    backward). There is no extra speed-up over :class:`no_grad`.
 
     Args:
         mode: False makes this a no-op (as in PyTorch).
+
+    Example:
+        >>> x = nnkit.ones(2, requires_grad=True)
+        >>> with nnkit.inference_mode():
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
     """
 
     def __init__(self, mode: bool = True) -> None:
@@ -139,11 +207,35 @@ class inference_mode(_ModeContext):
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection (see :class:`detect_anomaly`) is on in this thread.
+
+    Returns:
+        A bool (False by default).
+
+    Example:
+        >>> nnkit.autograd.is_anomaly_enabled()
+        False
+        >>> with nnkit.detect_anomaly():
+        ...     nnkit.autograd.is_anomaly_enabled()
+        True
+    """
     return state.anomaly
 
 
 class set_detect_anomaly(_ModeContext):
-    """Turn anomaly detection on or off (function call, context manager or decorator)."""
+    """Turn anomaly detection on or off: as a function call, a context manager or a
+    decorator (see :class:`detect_anomaly`).
+
+    Args:
+        mode: True to record forward call sites and check backward for NaN/Inf.
+
+    Example:
+        >>> with nnkit.set_detect_anomaly(True):
+        ...     nnkit.autograd.is_anomaly_enabled()
+        True
+        >>> nnkit.autograd.is_anomaly_enabled()
+        False
+    """
 
     def __init__(self, mode: bool) -> None:
         self._args = (mode,)
@@ -163,10 +255,23 @@ class set_detect_anomaly(_ModeContext):
 
 
 class detect_anomaly(_ModeContext):
-    """Context manager / decorator: record forward call sites and check backward for NaN/Inf.
+    """Context manager / decorator: record forward call sites and check backward for
+    NaN/Inf.
 
     Inside it, a backward that produces NaN or Inf raises a ``RuntimeError`` naming the
-    Function and showing where in user code its forward op was created.
+    Function and showing where in user code its forward op was created. It slows ops
+    down: use it to debug.
+
+    Args:
+        check_nan: False records call sites without checking (as in PyTorch).
+
+    Example:
+        >>> x = nnkit.tensor([1.0], requires_grad=True)
+        >>> with nnkit.detect_anomaly():  # doctest: +ELLIPSIS
+        ...     (x * float("inf")).sum().backward()
+        Traceback (most recent call last):
+            ...
+        RuntimeError: Function 'MulBackward' returned nan or inf values in its gradient ...
     """
 
     def __init__(self, check_nan: bool = True) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from nnkit.autograd.grad_mode import state
+from nnkit.autograd.tensor import AccumulateGrad, Tensor
 
 __all__ = ["saved_tensors_hooks", "to_dot", "format_forward_trace"]
 
@@ -20,9 +21,14 @@ class saved_tensors_hooks:
             return a tensor with the same shape and values (up to its precision).
 
     Example:
-        >>> with saved_tensors_hooks(lambda t: t.to(nnkit.float16),
-        ...                          lambda t: t.to(nnkit.float32)):
-        ...     y = (x * w).sum()
+        >>> x = nnkit.tensor([1.0, 2.0], requires_grad=True)
+        >>> w = nnkit.tensor([3.0, 4.0], requires_grad=True)
+        >>> hooks = nnkit.autograd.graph.saved_tensors_hooks
+        >>> with hooks(lambda t: t.to(nnkit.float16), lambda t: t.to(nnkit.float32)):
+        ...     y = (x * w).sum()  # x and w are kept as float16
+        >>> y.backward()
+        >>> x.grad
+        tensor([3.0, 4.0])
     """
 
     def __init__(self, pack_hook, unpack_hook) -> None:
@@ -44,9 +50,20 @@ _NNKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.se
 def format_forward_trace(trace) -> str:
     """The forward call stack recorded in anomaly mode, ending at the user's line.
 
-    ``trace`` is the ``traceback.format_stack()`` list a Node kept; the trailing frames
-    inside nnkit itself (op functions, ``Function.apply``, Tensor dunders) are dropped
-    so that the last frame shown is the user code that created the op.
+    The trailing frames inside nnkit itself (op functions, ``Function.apply``, Tensor
+    dunders) are dropped so that the last frame shown is the user code that created
+    the op. :class:`~nnkit.autograd.detect_anomaly` errors use it.
+
+    Args:
+        trace: the ``traceback.format_stack()`` list a Node kept (None or empty when
+            the forward ran outside anomaly mode).
+
+    Returns:
+        The frames joined into one string, or a one-line note that none was recorded.
+
+    Example:
+        >>> print(nnkit.autograd.graph.format_forward_trace(None), end="")
+          (forward call site not recorded: run the forward under detect_anomaly())
     """
     if not trace:
         return "  (forward call site not recorded: run the forward under detect_anomaly())\n"
@@ -83,12 +100,23 @@ def to_dot(tensors, params=None, name: str = "nnkit_graph") -> str:
         The DOT source as a string (render with ``dot -Tpng``).
 
     Example:
+        >>> x = nnkit.ones(2, 3)
+        >>> w = nnkit.ones(3, 4, requires_grad=True)
         >>> y = (x @ w).relu().sum()
         >>> print(nnkit.autograd.graph.to_dot(y, params={"w": w}))
+        digraph "nnkit_graph" {
+          node [fontname="monospace" fontsize=10];
+          out0 [label="output 0\\n()" shape=ellipse style=filled fillcolor="#c8e6c9"];
+          n0 -> out0;
+          n1 -> n0;
+          n0 [label="SumBackward\\n()" shape=box];
+          n2 -> n1;
+          n1 [label="ReLUBackward\\n(2, 4)" shape=box];
+          n3 -> n2;
+          n2 [label="MatMulBackward" shape=box];
+          n3 [label="w\\n(3, 4)\\nrequires_grad=True" shape=ellipse ...];
+        }
     """
-    from nnkit.autograd.function import AccumulateGrad
-    from nnkit.autograd.tensor import Tensor
-
     roots = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     names = {id(t._impl): k for k, t in (params or {}).items()}
     lines = [f"digraph {_quote(name)} {{", '  node [fontname="monospace" fontsize=10];']

@@ -21,7 +21,26 @@ _options = {"threshold": 1000, "edgeitems": 3, "precision": 4}
 def set_printoptions(
     threshold: int | None = None, edgeitems: int | None = None, precision: int | None = None
 ) -> None:
-    """Set the summarisation threshold, edge items and float precision of printing."""
+    """Set how tensors print (both ``repr`` and ``str``), for the whole process.
+
+    Arguments left as None keep their current value.
+
+    Args:
+        threshold: tensors with more elements than this are summarised with ``...``
+            (default 1000).
+        edgeitems: how many items to show at each end of a summarised dimension
+            (default 3).
+        precision: digits after the decimal point for floats (default 4).
+
+    Example:
+        >>> nnkit.set_printoptions(precision=2)
+        >>> nnkit.tensor([1 / 3, 2 / 3])
+        tensor([0.33, 0.67])
+        >>> nnkit.set_printoptions(threshold=5, edgeitems=2)
+        >>> nnkit.arange(10)
+        tensor([0, 1, ..., 8, 9])
+        >>> nnkit.set_printoptions(threshold=1000, edgeitems=3, precision=4)  # defaults
+    """
     for key, val in (("threshold", threshold), ("edgeitems", edgeitems), ("precision", precision)):
         if val is not None:
             _options[key] = int(val)
@@ -119,16 +138,50 @@ def _footer(t) -> str:
 
 
 def tensor_str(t) -> str:
-    """The readable multi-line form of ``t`` (see the module docstring)."""
+    """The readable multi-line form of ``t``, which ``str(t)`` and ``print(t)`` give.
+
+    The values (see the module docstring for the layout) followed by a footer line with
+    the shape, dtype, device and autograd state.
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        The text, without a trailing newline.
+
+    Example:
+        >>> print(nnkit.tensor([[1.0, 2.5], [3.0, 4.0]]))
+        [[1.0000, 2.5000],
+         [3.0000, 4.0000]]
+        Tensor(shape=[2, 2], dtype=float32, device=cpu)
+    """
     return _body(np.asarray(t._impl.data.to_numpy())) + "\n" + _footer(t)
 
 
 def tensor_repr(t) -> str:
-    """A compact PyTorch-like form: ``tensor([1., 2.], requires_grad=True)``."""
+    """The compact, PyTorch-like form that ``repr(t)`` gives.
+
+    ``tensor(<values>, <extras>)``: the extras name a dtype other than float32, int64
+    or bool (for an empty tensor, any but float32, as torch), a device other than the
+    CPU, and the ``grad_fn`` or ``requires_grad=True``. Tensors of 3 or more dimensions
+    list their 2-d slices below a ``shape=[...]`` header.
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        The text.
+
+    Example:
+        >>> nnkit.tensor([1.0, 2.0], requires_grad=True)
+        tensor([1.0, 2.0], requires_grad=True)
+        >>> nnkit.tensor([1, 2], dtype=nnkit.int32)
+        tensor([1, 2], dtype=nnkit.int32)
+    """
     arr = np.asarray(t._impl.data.to_numpy())
     extra = []
-    if t.dtype.name not in ("float32", "int64", "bool"):
-        extra.append(f"dtype={t.dtype!r}")
+    if t.dtype.name != "float32" and (arr.size == 0 or t.dtype.name not in ("int64", "bool")):
+        extra.append(f"dtype={t.dtype!r}")  # an empty int64/bool one too: torch's repr
     if str(t.device) != "cpu":
         extra.append(f"device='{t.device}'")
     if t.grad_fn is not None:

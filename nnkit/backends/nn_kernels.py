@@ -1,4 +1,4 @@
-"""Neural-network kernels of the Mat interface (convolution, pooling, softmax, erf).
+"""Neural-network kernels of the Mat interface (convolution, pooling, softmax, erf, BCE).
 
 A mixin of :class:`~nnkit.backends.mat.ArrayMat`: methods here are written against
 ``self.xp`` so that NumPy and CuPy share them. Spatial kernels work for any number
@@ -252,6 +252,16 @@ class NNKernelsMixin:
         with np.errstate(invalid="ignore"):
             z -= self.xp.log(s)
         return self._new(z)
+
+    # ------------------------------------------------------------------- losses
+    def binary_cross_entropy(self, target):
+        """``(t - 1) max(log1p(-x), -100) - t max(log(x), -100)``, torch's formula: the
+        ``-100`` floor keeps ``x = 0`` or ``1`` finite (``log(0)`` does not warn)."""
+        xp, x, t = self.xp, self.array, target.array
+        with np.errstate(divide="ignore"):
+            log_x = xp.maximum(xp.log(x), -100)
+            log_1mx = xp.maximum(xp.log1p(-x), -100)
+        return self._new((t - 1) * log_1mx - t * log_x)
 
 
 # Cephes ndtr.c rational approximations (S. L. Moshier), relative error ~1e-16.

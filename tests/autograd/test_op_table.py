@@ -20,6 +20,7 @@ from nnkit.autograd import gradcheck, gradgradcheck
 from tests.opspec import OpSpec, Sample
 from tests.optable_core import OPS as CORE_OPS
 from tests.optable_discrete import OPS as DISCRETE_OPS
+from tests.optable_extra import OPS as EXTRA_OPS
 from tests.optable_ordering import OPS as ORDERING_OPS
 from tests.optable_reduce import OPS as REDUCE_OPS
 from tests.optable_shaping import OPS as SHAPING_OPS
@@ -31,7 +32,14 @@ except ImportError:  # the nn table is optional until the layers land
     NN_OPS = []
 
 ALL_OPS: list[OpSpec] = (
-    CORE_OPS + REDUCE_OPS + DISCRETE_OPS + NN_OPS + ORDERING_OPS + SHAPING_OPS + SPECIAL_OPS
+    CORE_OPS
+    + REDUCE_OPS
+    + DISCRETE_OPS
+    + NN_OPS
+    + ORDERING_OPS
+    + SHAPING_OPS
+    + SPECIAL_OPS
+    + EXTRA_OPS
 )
 
 

@@ -290,7 +290,7 @@ ERRORS = [
     (lambda: nnkit.meshgrid(nnkit.ones(2), indexing="ab"), RuntimeError, "meshgrid"),
     (lambda: nnkit.meshgrid(), RuntimeError, "meshgrid"),
     (lambda: nnkit.ones(2, 3).mv(nnkit.ones(2)), RuntimeError, "mv"),
-    (lambda: nnkit.ones(2, 3).mv(nnkit.ones(3, dtype=nnkit.float64)), TypeError, "mv"),
+    (lambda: nnkit.ones(2, 3).mv(nnkit.ones(3, dtype=nnkit.float64)), RuntimeError, "mv"),
     (lambda: nnkit.ones(2).addmv(nnkit.ones(2, 3), nnkit.ones(2)), RuntimeError, "mv"),
     (lambda: nnkit.ones(2).addmm(nnkit.ones(2, 3), nnkit.ones(2, 2)), RuntimeError, "addmm"),
     (
@@ -307,7 +307,7 @@ ERRORS = [
         "baddbmm",
     ),
     (lambda: nnkit.ones(3).vdot(nnkit.ones(4)), RuntimeError, "vdot"),
-    (lambda: nnkit.ones(3).vdot(nnkit.ones(3, dtype=nnkit.float64)), TypeError, "vdot"),
+    (lambda: nnkit.ones(3).vdot(nnkit.ones(3, dtype=nnkit.float64)), RuntimeError, "vdot"),
     (lambda: nnkit.tensordot(nnkit.ones(2, 3), nnkit.ones(2, 3), 1), RuntimeError, "tensordot"),
     (lambda: nnkit.tensordot(nnkit.ones(2, 3), nnkit.ones(2, 3), -1), RuntimeError, "tensordot"),
     (lambda: nnkit.ones(2, 4).cross(nnkit.ones(2, 4), dim=1), RuntimeError, "cross"),
@@ -322,7 +322,7 @@ ERRORS = [
     (lambda: nnkit.einsum("i..j", nnkit.ones(2, 3)), ValueError, "einsum"),
     (
         lambda: nnkit.einsum("i,i", nnkit.ones(2), nnkit.ones(2, dtype=nnkit.float64)),
-        TypeError,
+        RuntimeError,
         "einsum",
     ),
 ]

@@ -29,7 +29,6 @@ VIEWS = {
     "unbind": (lambda b: b.unbind(1)[2], (0,), (0, 2)),
     "split": (lambda b: b.split(1, dim=0)[1], (0, 0), (1, 0)),
     "detach": (lambda b: b.detach(), (0, 0), (0, 0)),
-    "flip": (lambda b: b.flip(0), (0, 0), (1, 0)),
 }
 
 
@@ -75,6 +74,10 @@ def test_writes_to_base_show_in_view(device):
         lambda b: b.clone(),
         lambda b: b.T.contiguous(),
         lambda b: b.repeat(2, 1),
+        lambda b: b.flip(0),  # torch's flip, fliplr, flipud and rot90 copy
+        lambda b: b.fliplr(),
+        lambda b: b.flipud(),
+        lambda b: b.rot90(),
     ],
 )
 def test_copies_do_not_share_storage(fn, device):

@@ -5,7 +5,7 @@ ops) with the public lowercase function right below. This package re-exports the
 functions and lists which of them are also Tensor methods.
 """
 
-from nnkit.autograd.factories import (
+from nnkit.autograd.conversion import (
     bool,
     cpu,
     cuda,
@@ -21,21 +21,59 @@ from nnkit.autograd.factories import (
     to,
     type_as,
 )
+from nnkit.autograd.ops.activation_inplace import *  # noqa: F401,F403
+from nnkit.autograd.ops.activation_inplace import NOT_METHODS as _ai_functions
+from nnkit.autograd.ops.activation_inplace import __all__ as _ai
+from nnkit.autograd.ops.arithmetic import *  # noqa: F401,F403
+from nnkit.autograd.ops.arithmetic import __all__ as _ar
+from nnkit.autograd.ops.arrange import *  # noqa: F401,F403
+from nnkit.autograd.ops.arrange import NOT_METHODS as _ag_functions
+from nnkit.autograd.ops.arrange import __all__ as _ag
+from nnkit.autograd.ops.binary_math import *  # noqa: F401,F403
+from nnkit.autograd.ops.binary_math import __all__ as _bm
+from nnkit.autograd.ops.counting import *  # noqa: F401,F403
+from nnkit.autograd.ops.counting import NOT_METHODS as _ct_functions
+from nnkit.autograd.ops.counting import __all__ as _ct
+from nnkit.autograd.ops.diagonals import *  # noqa: F401,F403
+from nnkit.autograd.ops.diagonals import NOT_METHODS as _dg_functions
+from nnkit.autograd.ops.diagonals import __all__ as _dg
+from nnkit.autograd.ops.dim_index import *  # noqa: F401,F403
+from nnkit.autograd.ops.dim_index import __all__ as _di
 from nnkit.autograd.ops.discrete import *  # noqa: F401,F403
 from nnkit.autograd.ops.discrete import __all__ as _dc
+from nnkit.autograd.ops.distance import *  # noqa: F401,F403
+from nnkit.autograd.ops.distance import NOT_METHODS as _ds_functions
+from nnkit.autograd.ops.distance import __all__ as _ds
 from nnkit.autograd.ops.elementwise import *  # noqa: F401,F403
 from nnkit.autograd.ops.elementwise import __all__ as _ew
+from nnkit.autograd.ops.index_write import *  # noqa: F401,F403
+from nnkit.autograd.ops.index_write import __all__ as _sc2
 from nnkit.autograd.ops.indexing import *  # noqa: F401,F403
 from nnkit.autograd.ops.indexing import __all__ as _ix
 from nnkit.autograd.ops.inplace import *  # noqa: F401,F403
 from nnkit.autograd.ops.inplace import __all__ as _ip
+from nnkit.autograd.ops.inplace_math import *  # noqa: F401,F403
+from nnkit.autograd.ops.inplace_math import __all__ as _im
+from nnkit.autograd.ops.joining import *  # noqa: F401,F403
+from nnkit.autograd.ops.joining import NOT_METHODS as _jn_functions
+from nnkit.autograd.ops.joining import __all__ as _jn
 from nnkit.autograd.ops.linalg import *  # noqa: F401,F403
 from nnkit.autograd.ops.linalg import __all__ as _la
+from nnkit.autograd.ops.linalg_more import *  # noqa: F401,F403
+from nnkit.autograd.ops.linalg_more import __all__ as _lm
+from nnkit.autograd.ops.masking import *  # noqa: F401,F403
+from nnkit.autograd.ops.masking import __all__ as _mk
 from nnkit.autograd.ops.ordering import *  # noqa: F401,F403
-from nnkit.autograd.ops.ordering import NOT_METHODS as _od_functions
 from nnkit.autograd.ops.ordering import __all__ as _od
+from nnkit.autograd.ops.pointwise import *  # noqa: F401,F403
+from nnkit.autograd.ops.pointwise import NOT_METHODS as _pw_functions
+from nnkit.autograd.ops.pointwise import __all__ as _pw
 from nnkit.autograd.ops.reduction import *  # noqa: F401,F403
 from nnkit.autograd.ops.reduction import __all__ as _rd
+from nnkit.autograd.ops.scan import *  # noqa: F401,F403
+from nnkit.autograd.ops.scan import __all__ as _sn
+from nnkit.autograd.ops.selection import *  # noqa: F401,F403
+from nnkit.autograd.ops.selection import __all__ as _sl
 from nnkit.autograd.ops.shape import *  # noqa: F401,F403
 from nnkit.autograd.ops.shape import __all__ as _sh
 from nnkit.autograd.ops.shaping import *  # noqa: F401,F403
@@ -44,18 +82,38 @@ from nnkit.autograd.ops.shaping import __all__ as _sp
 from nnkit.autograd.ops.special import *  # noqa: F401,F403
 from nnkit.autograd.ops.special import NOT_METHODS as _sc_functions
 from nnkit.autograd.ops.special import __all__ as _sc
+from nnkit.autograd.ops.statistics import *  # noqa: F401,F403
+from nnkit.autograd.ops.statistics import NOT_METHODS as _st_functions
+from nnkit.autograd.ops.statistics import __all__ as _st
 
 __all__ = sorted(
-    set(_dc)
+    set(_ar)
+    | set(_ai)
+    | set(_bm)
+    | set(_dc)
+    | set(_dg)
+    | set(_di)
     | set(_ew)
     | set(_ix)
     | set(_ip)
+    | set(_im)
+    | set(_jn)
     | set(_la)
+    | set(_mk)
     | set(_rd)
+    | set(_sl)
     | set(_sh)
     | set(_od)
     | set(_sp)
     | set(_sc)
+    | set(_sn)
+    | set(_st)
+    | set(_pw)
+    | set(_ag)
+    | set(_ds)
+    | set(_lm)
+    | set(_sc2)
+    | set(_ct)
 )
 
 # Functions whose first argument is the tensor, installed as Tensor methods.
@@ -76,7 +134,14 @@ TENSOR_METHODS = sorted(
             "sum_to",
             "atleast_2d",
         }
-        - _od_functions
+        - _st_functions
+        - _ai_functions
+        - _ag_functions
+        - _pw_functions
+        - _ct_functions
+        - _ds_functions
+        - _dg_functions
+        - _jn_functions
         - _sp_functions
         - _sc_functions
     )

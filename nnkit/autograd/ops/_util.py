@@ -17,6 +17,8 @@ __all__ = [
     "norm_dims",
     "reduce_dims",
     "check_tensor",
+    "check_same_dtype",
+    "check_floating",
     "is_scalar",
 ]
 
@@ -34,13 +36,13 @@ def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
         value = value.item()
     if not is_scalar(value):
         raise TypeError(f"{op}: unsupported operand type {type(value).__name__}")
-    kind = like.array.dtype.kind
+    kind = like.kind
     if isinstance(value, bool):
-        dtype = like.array.dtype
+        dtype = like.dtype
     elif isinstance(value, numbers.Integral):
-        dtype = like.array.dtype if kind in "fiu" else np.dtype(np.int64)
+        dtype = like.dtype if kind in "fiu" else np.dtype(np.int64)
     else:
-        dtype = like.array.dtype if kind == "f" else _dt.get_default_dtype().np
+        dtype = like.dtype if kind == "f" else _dt.get_default_dtype().np
     key = (like.__class__, value.__class__, value, dtype)
     hit = _scalar_cache.get(key)
     if hit is None:
@@ -48,6 +50,7 @@ def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
             _scalar_cache.clear()
         # Cached 0-d Mats are only ever read (operands), never written.
         hit = _scalar_cache[key] = like.__class__.scalar(value, dtype)
+        hit.serial = 0  # shared: never a new buffer the autograd engine may reuse
     return hit
 
 
@@ -67,7 +70,7 @@ def as_mat_pair(a, b, op: str):
         a = scalar_mat(a, b, op)
     elif not isinstance(b, ArrayMat):
         b = scalar_mat(b, a, op)
-    da, db = a.array.dtype, b.array.dtype
+    da, db = a.dtype, b.dtype
     if da is not db and da != db:
         fa, fb = da.kind == "f", db.kind == "f"
         if fa and not fb:
@@ -130,3 +133,24 @@ def check_tensor(x, op: str, name: str = "input"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: argument '{name}' must be a Tensor, got {type(x).__name__}")
     return x
+
+
+def check_floating(x, op: str, name: str = "input") -> None:
+    """Refuse a non-floating tensor where PyTorch does (``RuntimeError``, naming ``op``)."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{op}: expected {name} to have a floating point dtype, got {x.dtype} "
+            f"(convert it with .float() first)"
+        )
+
+
+def check_same_dtype(op: str, input, other, name: str = "other") -> None:
+    """Refuse operands of different dtypes (a product does not promote, as in PyTorch).
+
+    Raises ``RuntimeError`` (PyTorch's class for this) naming ``op`` and both dtypes.
+    """
+    if input.dtype != other.dtype:
+        raise RuntimeError(
+            f"{op}: expected input and {name} to have the same dtype, got "
+            f"{input.dtype} and {other.dtype}"
+        )

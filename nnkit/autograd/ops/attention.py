@@ -12,8 +12,8 @@ from nnkit.autograd.function import ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.activation import softmax
-from nnkit.autograd.ops.elementwise import where
 from nnkit.autograd.ops.nn_misc import dropout
+from nnkit.autograd.ops.selection import where
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -28,7 +28,7 @@ def _causal_mask(q_len, k_len, device):
 def scaled_dot_product_attention(
     query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None
 ):
-    """``softmax(Q K^T * scale + M) V`` over the last two dimensions.
+    """Attention: ``softmax(Q K^T * scale + M) V`` over the last two dimensions.
 
     Args:
         query: ``(..., L, E)``.
@@ -40,18 +40,25 @@ def scaled_dot_product_attention(
             global generator); pass 0 in evaluation.
         is_causal: mask out keys after each query (position ``j > i``); may not be
             combined with ``attn_mask``.
-        scale: defaults to ``1 / sqrt(E)``.
+        scale: the score scale (default ``1 / sqrt(E)``).
 
     Returns:
-        ``(..., L, Ev)``. A query whose keys are all masked gives NaN, as torch.
+        ``(..., L, Ev)``. A query whose keys are all masked gives NaN, as in PyTorch.
+
+    Gradient: through the softmax, to query, key, value and a float ``attn_mask``.
 
     Raises:
         ShapeError: if the feature or sequence sizes do not match.
         ValueError: if both ``attn_mask`` and ``is_causal`` are given.
 
     Example:
-        >>> q = nnkit.randn(2, 4, 5, 8)
-        >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape
+        >>> q = nnkit.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> v = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> F.scaled_dot_product_attention(q, q, v, is_causal=True)
+        tensor([[1.0000, 2.0000],
+                [2.3395, 3.3395]])
+        >>> k = nnkit.randn(2, 4, 6, 8)  # (batch, heads, S, E)
+        >>> F.scaled_dot_product_attention(nnkit.randn(2, 4, 5, 8), k, k).shape
         (2, 4, 5, 8)
     """
     op = "scaled_dot_product_attention"

@@ -170,16 +170,16 @@ def _pads(padding, nd, kernel, dilation, stride, op):
     return tuple((p, p) for p in pads)
 
 
-_LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+_LAYOUT = {1: "(C, L)", 2: "(C, H, W)", 3: "(C, D, H, W)"}
 
 
-def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op):
-    check_tensor(input, op)
+def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op, shown):
+    """The convolution's geometry; ``shown`` is the input shape the user gave."""
     check_tensor(weight, op, "weight")
     if input.ndim != nd + 2:
         raise ShapeError(
-            f"{op}: expected input with {nd + 2} dimensions {_LAYOUT[nd]}, got "
-            f"shape {tuple(input.shape)}"
+            f"{op}: expected input with {nd + 1} dimensions {_LAYOUT[nd]} (unbatched) or "
+            f"{nd + 2} (N, {_LAYOUT[nd][1:]} (batched), got shape {tuple(input.shape)}"
         )
     if weight.ndim != nd + 2:
         raise ShapeError(
@@ -198,12 +198,12 @@ def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op):
         raise ShapeError(
             f"{op}: input has {c} channels but weight expects "
             f"{weight.shape[1] * groups} (groups={groups}); weight shape "
-            f"{tuple(weight.shape)}, input shape {tuple(input.shape)}"
+            f"{tuple(weight.shape)}, input shape {shown}"
         )
     if bias is not None and tuple(bias.shape) != (o,):
         raise ShapeError(f"{op}: bias must have shape ({o},), got {tuple(bias.shape)}")
     if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
-        raise TypeError(
+        raise RuntimeError(
             f"{op}: input, weight and bias must share a dtype, got "
             f"{input.dtype}, {weight.dtype}" + ("" if bias is None else f", {bias.dtype}")
         )
@@ -221,15 +221,19 @@ def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op):
     )
     if any(v < 1 for v in out):
         raise ShapeError(
-            f"{op}: the (padded) input {tuple(input.shape)} is smaller than the "
+            f"{op}: the (padded) input {shown} is smaller than the "
             f"(dilated) kernel {kernel}; output size would be {out}"
         )
     return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out)
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
-    geom = _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op)
-    return ConvNd.apply(input, weight, bias, geom)
+    shown = tuple(check_tensor(input, op).shape)
+    unbatched = input.ndim == nd + 1  # (C, *spatial): PyTorch accepts it, so does nnkit
+    x = input.unsqueeze(0) if unbatched else input
+    geom = _geometry(x, weight, bias, stride, padding, dilation, groups, nd, op, shown)
+    out = ConvNd.apply(x, weight, bias, geom)
+    return out.squeeze(0) if unbatched else out
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -241,45 +245,111 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
     Computed as im2col (a strided view and one copy) followed by a single GEMM per
     group; backward uses a GEMM and col2im for the input, a GEMM against the saved
-    columns for the weight.
+    columns for the weight (double backward works).
+
+    An unbatched input (no ``N``) gives an unbatched output, as in PyTorch.
 
     Args:
-        input: ``(N, C, H, W)``.
+        input: ``(N, C, H, W)``, or unbatched ``(C, H, W)``.
         weight: ``(O, C / groups, kH, kW)``.
         bias: optional ``(O,)``.
-        stride: int or ``(sH, sW)``.
-        padding: int, ``(pH, pW)``, ``'valid'`` (no padding) or ``'same'`` (output as
-            large as the input; stride 1 only; an odd total goes to the right/bottom).
-        dilation: int or ``(dH, dW)``: spacing between kernel elements.
-        groups: split channels into this many independent convolutions.
+        stride: an int or one int per spatial dimension (default 1).
+        padding: an int or one int per spatial dimension (zeros on both sides),
+            ``'valid'`` (none) or ``'same'`` (output as large as the input; stride 1
+            only; an odd total goes to the right/bottom, as in PyTorch).
+        dilation: an int or one int per spatial dimension: spacing between kernel
+            elements (default 1).
+        groups: split the channels into this many independent convolutions; it must
+            divide both ``C`` and ``O`` (default 1).
 
     Returns:
-        ``(N, O, H_out, W_out)`` with ``H_out = (H + 2 pH - dH (kH - 1) - 1) // sH + 1``.
+        ``(N, O, H_out, W_out)`` (``(O, H_out, W_out)`` unbatched) with
+        ``H_out = (H + 2 pH - dH (kH - 1) - 1) // sH + 1``.
 
     Raises:
-        ShapeError: if the input is not 4-d, the channels do not match the weight, or
+        ShapeError: if the input is not 3-d or 4-d, the channels do not match the weight, or
             the kernel does not fit.
+        RuntimeError: if ``input``, ``weight`` and ``bias`` differ in dtype.
 
     Example:
-        >>> x = nnkit.randn(8, 1, 28, 28); w = nnkit.randn(32, 1, 3, 3)
-        >>> conv2d(x, w, padding=1).shape
-        (8, 32, 28, 28)
+        >>> x = nnkit.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.conv2d(x, nnkit.ones(1, 1, 2, 2), stride=2)[0, 0]
+        tensor([[10.0, 18.0],
+                [42.0, 50.0]])
+        >>> F.conv2d(nnkit.randn(8, 3, 28, 28), nnkit.randn(16, 3, 3, 3), padding=1).shape
+        (8, 16, 28, 28)
     """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d cross-correlation over an ``(N, C, L)`` input; see :func:`conv2d`.
+    """1-d cross-correlation over an ``(N, C, L)`` input:
+    ``y[n, o, i] = b[o] + sum_{c, k} w[o, c, k] x_pad[n, g(o) C_g + c, i s + k d]``.
+
+    See :func:`conv2d` for the method.
+    An unbatched input (no ``N``) gives an unbatched output, as in PyTorch.
 
     Args:
-        input: ``(N, C, L)``; weight: ``(O, C / groups, k)``; bias: optional ``(O,)``.
+        input: ``(N, C, L)``, or unbatched ``(C, L)``.
+        weight: ``(O, C / groups, k)``.
+        bias: optional ``(O,)``.
+        stride: an int or one int per spatial dimension (default 1).
+        padding: an int or one int per spatial dimension (zeros on both sides),
+            ``'valid'`` (none) or ``'same'`` (output as large as the input; stride 1
+            only; an odd total goes to the right/bottom, as in PyTorch).
+        dilation: an int or one int per spatial dimension: spacing between kernel
+            elements (default 1).
+        groups: split the channels into this many independent convolutions; it must
+            divide both ``C`` and ``O`` (default 1).
 
     Returns:
-        ``(N, O, L_out)``.
+        ``(N, O, L_out)`` (``(O, L_out)`` unbatched) with
+        ``L_out = (L + 2 p - d (k - 1) - 1) // s + 1``.
+
+    Raises:
+        ShapeError: if the input is not 2-d or 3-d, the channels do not match the weight, or
+            the kernel does not fit.
+        RuntimeError: if ``input``, ``weight`` and ``bias`` differ in dtype.
+
+    Example:
+        >>> x = nnkit.tensor([[[1.0, 2.0, 4.0, 7.0]]])
+        >>> F.conv1d(x, nnkit.tensor([[[-1.0, 1.0]]])).flatten()
+        tensor([1.0, 2.0, 3.0])
+        >>> F.conv1d(x, nnkit.tensor([[[-1.0, 1.0]]]), padding="same").flatten()
+        tensor([ 1.0,  2.0,  3.0, -7.0])
     """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-d cross-correlation over an ``(N, C, D, H, W)`` input; see :func:`conv2d`."""
+    """3-d cross-correlation over an ``(N, C, D, H, W)`` input (volumes, video).
+
+    See :func:`conv2d` for the formula and method.
+    An unbatched input (no ``N``) gives an unbatched output, as in PyTorch.
+
+    Args:
+        input: ``(N, C, D, H, W)``, or unbatched ``(C, D, H, W)``.
+        weight: ``(O, C / groups, kD, kH, kW)``.
+        bias: optional ``(O,)``.
+        stride: an int or one int per spatial dimension (default 1).
+        padding: an int or one int per spatial dimension (zeros on both sides),
+            ``'valid'`` (none) or ``'same'`` (output as large as the input; stride 1
+            only; an odd total goes to the right/bottom, as in PyTorch).
+        dilation: an int or one int per spatial dimension: spacing between kernel
+            elements (default 1).
+        groups: split the channels into this many independent convolutions; it must
+            divide both ``C`` and ``O`` (default 1).
+
+    Returns:
+        ``(N, O, D_out, H_out, W_out)`` (no ``N`` unbatched), each size as in :func:`conv2d`.
+
+    Raises:
+        ShapeError: if the input is not 4-d or 5-d, the channels do not match the weight, or
+            the kernel does not fit.
+        RuntimeError: if ``input``, ``weight`` and ``bias`` differ in dtype.
+
+    Example:
+        >>> F.conv3d(nnkit.ones(1, 2, 3, 3, 3), nnkit.ones(4, 2, 2, 2, 2)).shape
+        (1, 4, 2, 2, 2)
+    """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")

@@ -1,4 +1,7 @@
-"""Indexing: ``t[...]``, ``t[...] = v``, gather/scatter_add, index_select, tril/triu.
+"""Indexing: ``t[...]``, ``t[...] = v``, ``index_put``, gather/scatter_add and
+``take_along_dim``. ``index_select``/``index_add``/``repeat_interleave`` are in
+:mod:`~nnkit.autograd.ops.dim_index`; mask-driven ops (``tril``, ``triu``,
+``nonzero``, ``masked_select``) are in :mod:`~nnkit.autograd.ops.masking`.
 
 Basic indices (ints, slices, None, Ellipsis) give views; integer or boolean
 array indices give copies. Backward scatters the gradient into zeros of the
@@ -21,13 +24,6 @@ __all__ = [
     "index_put",
     "gather",
     "scatter_add",
-    "index_select",
-    "index_add",
-    "repeat_interleave",
-    "tril",
-    "triu",
-    "nonzero",
-    "masked_select",
     "take_along_dim",
 ]
 
@@ -121,11 +117,33 @@ class IndexPutZeros(Op):
 
 
 def getitem(x, index):
-    """``x[index]``: basic indexing gives a view; integer/boolean tensors or arrays give
-    a copy (NumPy semantics).
+    """``x[index]``, as a function; NumPy's indexing rules, as PyTorch's.
+
+    Ints, slices, ``None`` and ``Ellipsis`` (basic indexing) give a view sharing
+    ``x``'s memory; integer or boolean tensors, lists or arrays (advanced indexing)
+    give a copy. A boolean mask must match the shape of the dimensions it indexes.
+
+    Args:
+        x: the tensor to index.
+        index: one index item or a tuple of them.
+
+    Returns:
+        The selected elements.
+
+    Gradient: the incoming gradient written back at the indexed positions (added where
+    an index repeats), zeros elsewhere.
 
     Raises:
-        IndexError: for an out-of-range or unsupported index.
+        IndexError: for an out-of-range or unsupported index, or a mismatched mask.
+
+    Example:
+        >>> x = nnkit.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        >>> nnkit.getitem(x, (slice(None), 1))
+        tensor([2.0, 5.0])
+        >>> x[x > 2.5]
+        tensor([3.0, 4.0, 5.0, 6.0])
+        >>> x[[1, 0, 1], [0, 0, 2]]
+        tensor([4.0, 1.0, 6.0])
     """
     idx = normalize_index(x, index)
     try:
@@ -169,13 +187,53 @@ def _value_tensor(x, value, op):
 
 
 def index_put(x, index, values, accumulate: bool = False):
-    """Out of place: a copy of ``x`` with ``values`` written (or added) at ``index``."""
+    """Out of place: a copy of ``x`` with ``values`` written (or added) at ``index``.
+
+    Args:
+        x: the input tensor.
+        index: any index :func:`getitem` accepts (PyTorch takes a tuple of index
+            tensors only).
+        values: a number or a tensor broadcasting to the indexed shape.
+        accumulate: add ``values`` instead of overwriting (repeated indices add up).
+
+    Returns:
+        A new tensor of ``x``'s shape and dtype.
+
+    Gradient: as :func:`setitem`; with ``accumulate`` ``x`` gets the full gradient.
+
+    Example:
+        >>> x = nnkit.zeros(4)
+        >>> idx = (nnkit.tensor([0, 2, 0]),)
+        >>> nnkit.index_put(x, idx, nnkit.tensor(1.0), accumulate=True)
+        tensor([2.0, 0.0, 1.0, 0.0])
+    """
     idx = normalize_index(x, index, "index_put")
     return IndexPut.apply(x, _value_tensor(x, values, "index_put"), idx, accumulate)
 
 
 def setitem(x, index, value) -> None:
-    """``x[index] = value`` in place (recorded in the graph when grad is on)."""
+    """``x[index] = value`` in place, as a function (recorded in the graph when grad is on).
+
+    Args:
+        x: the tensor to write into (not a leaf that requires grad, as in PyTorch).
+        index: any index :func:`getitem` accepts.
+        value: a number or a tensor broadcasting to the indexed shape, cast to
+            ``x``'s dtype; a tensor must be on ``x``'s device.
+
+    Returns:
+        None; ``x`` is modified.
+
+    Gradient: ``x``'s incoming gradient with the overwritten positions zeroed; ``value``
+    gets the gradient at those positions (summed over broadcast dimensions).
+
+    Example:
+        >>> x = nnkit.zeros(2, 3)
+        >>> x[0, 1:] = 5.0
+        >>> nnkit.setitem(x, (1, 0), nnkit.tensor(7.0))
+        >>> x
+        tensor([[0.0, 5.0, 5.0],
+                [7.0, 0.0, 0.0]])
+    """
     from nnkit.autograd.ops.inplace import apply_inplace
 
     idx = normalize_index(x, index, "setitem")
@@ -246,11 +304,29 @@ class GatherGrad(Op):
 
 
 def gather(input, dim: int, index):
-    """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (``torch.gather``).
+    """Values of ``input`` picked along ``dim`` by ``index``: for ``dim=1``,
+    ``out[i][j] = input[i][index[i][j]]``.
+
+    Args:
+        input: the source tensor.
+        dim: the dimension to pick along.
+        index: an integer tensor with ``input``'s number of dimensions, no larger than
+            ``input`` outside ``dim``; its values in ``[0, input.shape[dim])``.
+
+    Returns:
+        A tensor of ``index``'s shape and ``input``'s dtype.
+
+    Gradient: ``scatter_add`` of the incoming gradient into zeros of ``input``'s shape.
 
     Raises:
-        ShapeError: if ``index`` has another number of dimensions, or is larger than
-            ``input`` outside ``dim``.
+        ShapeError: for mismatched dimensions or an ``index`` too large outside ``dim``.
+        IndexError: for an index out of range (negative ones are refused, as PyTorch).
+
+    Example:
+        >>> x = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nnkit.gather(x, 1, nnkit.tensor([[0, 0], [1, 0]]))
+        tensor([[1.0, 1.0],
+                [4.0, 3.0]])
     """
     d = _check_gather(input, dim, index, "gather")
     _check_range(index, input.shape[d] if input.ndim else 1, d, "gather")
@@ -258,15 +334,37 @@ def gather(input, dim: int, index):
 
 
 def take_along_dim(input, indices, dim=None):
-    """``input``'s values at ``indices`` along ``dim`` (``torch.take_along_dim``).
+    """``input``'s values at ``indices`` along ``dim``, as ``torch.take_along_dim``.
 
-    ``input`` and ``indices`` broadcast against each other in every dimension but
-    ``dim``; negative indices count from the end. ``dim=None`` indexes the flattened
-    ``input`` with the flattened ``indices``.
+    Like :func:`gather`, but ``input`` and ``indices`` broadcast against each other in
+    every dimension but ``dim``. With ``dim``, negative indices count from the end;
+    with ``dim`` None they are refused, as in PyTorch.
+
+    Args:
+        input: the source tensor.
+        indices: an integer tensor with ``input``'s number of dimensions (any shape when
+            ``dim`` is None).
+        dim: the dimension to pick along; None indexes the flattened ``input`` with the
+            flattened ``indices``.
+
+    Returns:
+        A tensor of the broadcast shape, with ``dim`` of ``indices``'s size.
+
+    Gradient: as :func:`gather`'s.
 
     Raises:
         ShapeError: if the two differ in their number of dimensions, or do not broadcast.
-        IndexError: for an index outside ``[-size, size)``.
+        IndexError: for an index outside ``[-size, size)`` (``[0, numel)`` when ``dim``
+            is None).
+
+    Example:
+        >>> x = nnkit.tensor([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
+        >>> nnkit.take_along_dim(x, x.argsort(dim=1), dim=1)
+        tensor([[10.0, 20.0, 30.0],
+                [40.0, 50.0, 60.0]])
+        >>> nnkit.take_along_dim(x, nnkit.tensor([[-1], [0]]), dim=1)
+        tensor([[20.0],
+                [60.0]])
     """
     from nnkit.autograd.ops.shape import broadcast_shapes, expand
 
@@ -294,7 +392,7 @@ def take_along_dim(input, indices, dim=None):
         input = expand(input, common[:d] + (input.shape[d],) + common[d:])
         indices = expand(indices, common[:d] + (indices.shape[d],) + common[d:])
     size = input.shape[d] if input.ndim else 1
-    if indices.numel():
+    if indices.numel() and dim is not None:  # torch wraps only along a given dim
         with no_grad():
             lo = int(indices.min().item())
             if -size <= lo < 0:
@@ -327,7 +425,26 @@ class ScatterAdd(Op):
 
 
 def scatter_add(input, dim: int, index, src):
-    """Out of place: ``input`` with ``src`` added at ``index`` along ``dim``."""
+    """Out of place: ``input`` with ``src`` added at ``index`` along ``dim``; for ``dim=0``,
+    ``out[index[i][j]][j] += src[i][j]`` (repeated indices add up).
+
+    Args:
+        input: the tensor to add into.
+        dim: the dimension along which ``index`` points.
+        index: an integer tensor shaped like :func:`gather`'s, no larger than ``src``.
+        src: the values to add (cast to ``input``'s dtype).
+
+    Returns:
+        A new tensor of ``input``'s shape and dtype.
+
+    Gradient: ``input`` gets the incoming gradient; ``src`` gets it gathered at ``index``
+    (0 where ``src`` is larger than ``index``).
+
+    Example:
+        >>> src = nnkit.tensor([1.0, 2.0, 3.0, 4.0])
+        >>> nnkit.scatter_add(nnkit.zeros(3), 0, nnkit.tensor([0, 2, 0, 1]), src)
+        tensor([4.0, 4.0, 2.0])
+    """
     d = _check_gather(input, dim, index, "scatter_add")
     _check_range(index, input.shape[d] if input.ndim else 1, d, "scatter_add")
     if any(a > b for a, b in zip(index.shape, src.shape)):
@@ -335,17 +452,6 @@ def scatter_add(input, dim: int, index, src):
             f"scatter_add: index {tuple(index.shape)} is larger than src {tuple(src.shape)}"
         )
     return ScatterAdd.apply(input, d, index, src)
-
-
-def _check_index_1d(x, dim, index, op):
-    d = wrap_dim(dim, x.ndim, op)
-    if index.ndim > 1 or index.dtype.is_floating_point or index.dtype.name == "bool":
-        raise TypeError(
-            f"{op}: index must be a 0-d or 1-d integer tensor, got shape "
-            f"{tuple(index.shape)} and dtype {index.dtype}"
-        )
-    _check_range(index, x.shape[d] if x.ndim else 1, d, op)
-    return d
 
 
 def _check_range(index, size, d, op):
@@ -360,149 +466,3 @@ def _check_range(index, size, d, op):
             f"{op}: index {bad} is out of bounds for dimension {d} with size "
             f"{size} (valid indices: 0 to {size - 1})"
         )
-
-
-class IndexSelect(Op):
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        ctx.in_shape, ctx.dim = x.shape, dim
-        ctx.save_for_backward(index)
-        return x.take(index, dim)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (index,) = ctx.saved_tensors
-        zeros = grad_output.new_zeros(ctx.in_shape)
-        return index_add(zeros, ctx.dim, index, grad_output), None, None
-
-
-def index_select(input, dim: int, index):
-    """The slices of ``input`` at the positions ``index`` (1-d) along ``dim``."""
-    d = _check_index_1d(input, dim, index, "index_select")
-    if input.ndim == 0:  # a 0-d input gives a 0-d result (as torch)
-        if index.numel() != 1:
-            raise IndexError(
-                f"index_select: index to a 0-d tensor can have only 1 value, got {index.numel()}"
-            )
-        return reshape(IndexSelect.apply(reshape(input, (1,)), 0, reshape(index, (1,))), ())
-    return IndexSelect.apply(input, d, reshape(index, (-1,)))
-
-
-class IndexAdd(Op):
-    @staticmethod
-    def forward(ctx, x, dim, index, src):
-        ctx.dim = dim
-        ctx.save_for_backward(index)
-        return x.index_add(dim, index, src.astype(x.dtype))
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (index,) = ctx.saved_tensors
-        gsrc = index_select(grad_output, ctx.dim, index) if ctx.needs_input_grad[3] else None
-        return grad_output, None, None, gsrc
-
-
-def index_add(input, dim: int, index, source, *, alpha=1):
-    """Out of place: ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
-    d = _check_index_1d(input, dim, index, "index_add")
-    if alpha != 1:
-        source = source * alpha
-    if input.ndim == 0:  # as a 1-element vector (as torch: source and index hold 1 value)
-        if source.ndim or index.numel() != 1:
-            raise ShapeError(
-                f"index_add: a 0-d input takes a 0-d source and 1 index, got "
-                f"source shape {tuple(source.shape)} and {index.numel()} indices"
-            )
-        out = IndexAdd.apply(reshape(input, (1,)), 0, reshape(index, (1,)), reshape(source, (1,)))
-        return reshape(out, ())
-    return IndexAdd.apply(input, d, index, source)
-
-
-def repeat_interleave(input, repeats, dim=None):
-    """Repeat each element ``repeats`` times along ``dim`` (flattened when None)."""
-    from nnkit.autograd.factories import arange
-    from nnkit.autograd.tensor import Tensor
-
-    x = reshape(input, (-1,)) if dim is None else input
-    d = 0 if dim is None else wrap_dim(dim, x.ndim, "repeat_interleave")
-    n = x.shape[d]
-    reps = repeats._impl.data.to_numpy() if isinstance(repeats, Tensor) else np.asarray(repeats)
-    if reps.ndim and reps.shape[0] not in (1, n):
-        raise ShapeError(
-            f"repeat_interleave: repeats has {reps.shape[0]} entries but dimension {d} has size {n}"
-        )
-    if (reps < 0).any():
-        raise ValueError("repeat_interleave: repeats must be non-negative")
-    # the index is built where input lives: no round trip of an arange through the host
-    counts = int(reps.reshape(-1)[0]) if reps.size == 1 else [int(r) for r in reps]
-    with no_grad():
-        base = arange(n, device=input.device)
-        idx = Tensor._from_mat(base._impl.data.repeat(counts, 0))
-    return index_select(x, d, idx)
-
-
-class _Tri(Op):
-    upper = False
-
-    @classmethod
-    def forward(cls, ctx, x, k):
-        ctx.k = k
-        return x.triu(k) if cls.upper else x.tril(k)
-
-    @classmethod
-    def backward(cls, ctx, grad_output):
-        return (triu if cls.upper else tril)(grad_output, ctx.k), None
-
-
-class Tril(_Tri):
-    upper = False
-
-
-class Triu(_Tri):
-    upper = True
-
-
-def tril(input, diagonal: int = 0):
-    """The lower triangle (of the last two dims); elements above ``diagonal`` set to 0."""
-    if input.ndim < 2:
-        raise ShapeError(f"tril: input must have at least 2 dimensions, got {input.ndim}")
-    return Tril.apply(input, diagonal)
-
-
-def triu(input, diagonal: int = 0):
-    """The upper triangle (of the last two dims); elements below ``diagonal`` set to 0."""
-    if input.ndim < 2:
-        raise ShapeError(f"triu: input must have at least 2 dimensions, got {input.ndim}")
-    return Triu.apply(input, diagonal)
-
-
-def nonzero(input, *, as_tuple: bool = False):
-    """Indices of non-zero elements: an (n, ndim) int64 tensor, or a tuple of 1-d ones."""
-    from nnkit.autograd.ops.shape import stack
-    from nnkit.autograd.tensor import Tensor
-
-    m = input._impl.data
-    mats = (m if m.ndim else m.reshape((1,))).nonzero()
-    parts = [Tensor._from_mat(m.astype(np.int64)) for m in mats]
-    if as_tuple:
-        return tuple(parts)
-    if input.ndim == 0:  # (1, 0) for a non-zero value, (0, 0) for zero (as torch)
-        return Tensor._from_mat(type(m).zeros((parts[0].numel(), 0), np.int64))
-    return stack(parts, 1)
-
-
-def masked_select(input, mask):
-    """The elements of ``input`` where ``mask`` is True, as a 1-d tensor (the two
-    broadcast against each other, as torch)."""
-    from nnkit.autograd.ops.shape import broadcast_shapes, expand
-
-    if mask.shape != input.shape:
-        try:
-            shape = broadcast_shapes(input.shape, mask.shape)
-        except ShapeError:
-            raise ShapeError(
-                f"masked_select: the shapes of input {tuple(input.shape)} and "
-                f"mask {tuple(mask.shape)} do not broadcast"
-            ) from None
-        input, mask = expand(input, shape), expand(mask, shape)
-    return getitem(input, mask)

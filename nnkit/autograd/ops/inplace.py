@@ -1,4 +1,7 @@
-"""In-place ops (trailing underscore): write into the tensor's memory.
+"""In-place ops (trailing underscore): the machinery, and the writes ``zero_``,
+``fill_``, ``copy_``, ``masked_fill_``, ``uniform_``, ``normal_`` (the in-place
+arithmetic and math ops live in ``ops/inplace_math.py``). They write into the
+tensor's memory and return the tensor itself.
 
 Outside the graph (``no_grad``, or nothing requires grad) they run directly on the
 Mat and bump its Storage version. Inside it, the op is computed out of place from a
@@ -13,30 +16,18 @@ from __future__ import annotations
 from nnkit.autograd import function as _fn
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad, state
-from nnkit.autograd.ops import elementwise as ew
+from nnkit.autograd.ops import selection as sel
 from nnkit.autograd.ops._util import is_scalar, scalar_mat
 from nnkit.autograd.ops.shape import broadcast_shapes
+from nnkit.backends.fp_errors import QUIET as _FP_QUIET
+from nnkit.backends.fp_errors import STATE as _FP_STATE
+
+_fp_get, _fp_set, _fp_reset = _FP_STATE.get, _FP_STATE.set, _FP_STATE.reset
 
 __all__ = [
-    "add_",
-    "sub_",
-    "mul_",
-    "div_",
-    "clamp_",
-    "clip_",
     "zero_",
     "fill_",
     "copy_",
-    "addcmul_",
-    "addcdiv_",
-    "lerp_",
-    "sqrt_",
-    "exp_",
-    "neg_",
-    "pow_",
-    "relu_",
-    "sigmoid_",
-    "tanh_",
     "masked_fill_",
     "uniform_",
     "normal_",
@@ -49,23 +40,37 @@ def _requires(o) -> bool:
 
 
 def apply_inplace(x, name, graph_fn, fast_fn, others=(), clone_self=False):
-    """Run an in-place op on ``x``.
+    """Run an in-place op on ``x``: the building block of every ``*_`` op (not a Tensor
+    method; for writing new in-place ops).
 
     Args:
+        x: the tensor written into.
+        name: the op's name, for error messages.
         graph_fn: ``graph_fn(old_x) -> Tensor`` computing the new value out of place
             (used when the graph is recorded).
         fast_fn: ``fast_fn(mat)`` writing the new value into ``x``'s Mat directly.
         others: the other operands (to know whether the graph is recorded).
         clone_self: the op's backward needs the old value of ``x``.
+
+    Returns:
+        ``x`` itself, its version bumped and, while recording, its history rebased.
+
+    Raises:
+        RuntimeError: for a leaf that requires grad (or a view of one) while
+            recording, or an expanded (broadcast) ``x``.
     """
 
     impl = x._impl
     if not (state.grad_enabled and (impl.requires_grad or any(_requires(o) for o in others))):
-        try:
+        token = _fp_get() is not _FP_QUIET and _fp_set(_FP_QUIET)
+        try:  # NumPy's floating-point errors quiet, as torch (nnkit.backends.fp_errors)
             fast_fn(impl.data)
         except ValueError as exc:
             _raise_if_read_only(name, exc)
             raise
+        finally:
+            if token:
+                _fp_reset(token)
         return x
     if impl.grad_fn is None and impl.requires_grad:
         raise RuntimeError(
@@ -165,7 +170,7 @@ def _raise_if_read_only(name, exc) -> None:
 def _check_binary(x, other, name, *, same_device=True):
     """In-place results keep ``x``'s dtype, shape and device: reject what would not fit."""
     xm = x._impl.data
-    xk = xm.array.dtype.kind
+    xk = xm.kind
     if isinstance(other, _fn.Tensor):
         om = other._impl.data
         if (
@@ -177,8 +182,8 @@ def _check_binary(x, other, name, *, same_device=True):
                 f"{name}: expected both tensors on the same device, found "
                 f"{xm.device} (self) and {om.device} (other)"
             )
-        ok = om.array.dtype.kind
-        if ok == xk and om.array.shape == xm.array.shape:
+        ok = om.kind
+        if ok == xk and om.shape == xm.shape:
             return  # the common case (optimizer updates): nothing to check
         shape = broadcast_shapes(x.shape, other.shape)
         if shape != x.shape:
@@ -202,93 +207,39 @@ def _mat(x, other):
     return scalar_mat(other, x._impl.data, "inplace")
 
 
-def add_(x, other, *, alpha=1):
-    """``x += alpha * other`` in place; returns ``x``."""
-    _check_binary(x, other, "add_")
-    if alpha != 1:
-        return apply_inplace(
-            x,
-            "add_",
-            lambda old: ew.add(old, other, alpha=alpha),
-            lambda m: m.iaxpy(alpha, _mat(x, other)),
-            (other,),
-        )
-    return apply_inplace(
-        x, "add_", lambda old: ew.add(old, other), lambda m: m.iadd(_mat(x, other)), (other,)
-    )
-
-
-def sub_(x, other, *, alpha=1):
-    """``x -= alpha * other`` in place; returns ``x``."""
-    _check_binary(x, other, "sub_")
-    if alpha != 1:
-        return apply_inplace(
-            x,
-            "sub_",
-            lambda old: ew.sub(old, other, alpha=alpha),
-            lambda m: m.iaxpy(-alpha, _mat(x, other)),
-            (other,),
-        )
-    return apply_inplace(
-        x, "sub_", lambda old: ew.sub(old, other), lambda m: m.isub(_mat(x, other)), (other,)
-    )
-
-
-def mul_(x, other):
-    """``x *= other`` in place; returns ``x``."""
-    _check_binary(x, other, "mul_")
-    return apply_inplace(
-        x,
-        "mul_",
-        lambda old: ew.mul(old, other),
-        lambda m: m.imul(_mat(x, other)),
-        (other,),
-        clone_self=True,
-    )
-
-
-def div_(x, other):
-    """``x /= other`` in place (floating tensors only); returns ``x``."""
-    if x._impl.data.dtype.kind != "f":
-        raise RuntimeError(
-            f"div_: result type float can't be cast to the in-place output type {x.dtype}"
-        )
-    _check_binary(x, other, "div_")
-    return apply_inplace(
-        x,
-        "div_",
-        lambda old: ew.div(old, other),
-        lambda m: m.idiv(_mat(x, other)),
-        (other,),
-        clone_self=True,
-    )
-
-
-def clamp_(x, min=None, max=None):
-    """Clamp ``x`` into ``[min, max]`` in place; returns ``x``."""
-    if isinstance(min, _fn.Tensor) or isinstance(max, _fn.Tensor):
-        return _via_copy(x, "clamp_", lambda old: ew.clamp(old, min, max), (min, max))
-    if min is None and max is None:
-        raise ValueError("clamp_: at least one of 'min' or 'max' must not be None")
-    return apply_inplace(
-        x,
-        "clamp_",
-        lambda old: ew.clamp(old, min, max),
-        lambda m: m.iclip(min, max),
-        clone_self=True,
-    )
-
-
-clip_ = clamp_
-
-
 def zero_(x):
-    """Fill ``x`` with zeros in place; returns ``x``."""
+    """Fill ``x`` with zeros in place (``torch.Tensor.zero_``).
+
+    Args:
+        x: the tensor written into (not an expanded view).
+
+    Returns:
+        ``x`` itself, its version bumped; while recording, the old value gets a zero
+        gradient.
+
+    Example:
+        >>> nnkit.tensor([1.0, 2.0]).zero_()
+        tensor([0.0, 0.0])
+    """
     return _fill(x, 0, "zero_")
 
 
 def fill_(x, value):
-    """Fill ``x`` with ``value`` in place; returns ``x``."""
+    """Fill ``x`` with ``value`` in place (``torch.Tensor.fill_``).
+
+    Args:
+        x: the tensor written into.
+        value: a number (converted to ``x``'s dtype; a float truncates into an integer
+            ``x``, as in PyTorch) or a 1-element tensor, which stays differentiable.
+
+    Returns:
+        ``x`` itself, its version bumped; while recording, the old value gets a zero
+        gradient.
+
+    Example:
+        >>> nnkit.tensor([1, 2]).fill_(7)
+        tensor([7, 7])
+    """
     if isinstance(value, _fn.Tensor):
         if value.numel() != 1:
             raise RuntimeError(f"fill_: value must be a 0-d tensor, got shape {list(value.shape)}")
@@ -301,7 +252,26 @@ def _fill(x, value, name):
 
 
 def copy_(x, src):
-    """Copy ``src`` (broadcast, cast, from any device) into ``x``; returns ``x``."""
+    """Copy ``src`` into ``x`` in place (``torch.Tensor.copy_``), broadcast to ``x``'s shape,
+    cast to its dtype and moved to its device.
+
+    Args:
+        x: the tensor written into.
+        src: a tensor (on any device) that broadcasts to ``x``'s shape, or data that
+            ``nnkit.tensor`` accepts. Floats truncate into an integer ``x``.
+
+    Returns:
+        ``x`` itself, its version bumped; while recording, the gradient flows to ``src``
+        (summed over broadcast dimensions) and the old value gets zero.
+
+    Raises:
+        RuntimeError: if ``src`` does not broadcast to ``x``'s shape.
+
+    Example:
+        >>> nnkit.zeros(2, 2).copy_(nnkit.tensor([5.0, 6.0]))
+        tensor([[5.0, 6.0],
+                [5.0, 6.0]])
+    """
     from nnkit.autograd.factories import tensor
 
     if not isinstance(src, _fn.Tensor):
@@ -333,83 +303,68 @@ def _replaced(old, value):
     from nnkit.autograd.factories import zeros
 
     keep = zeros(old.shape, dtype="bool", device=old.device)
-    return ew.where(keep, old, value)
+    return sel.where(keep, old, value)
 
 
 def _via_copy(x, name, fn, others=(), clone_self=True):
-    """An in-place op with no dedicated kernel: compute out of place, then write back."""
+    """An in-place op with no dedicated kernel: compute out of place, then write back.
+
+    As in PyTorch, a floating result is not written into an integer or bool ``x``."""
+
+    def checked(old):
+        out = fn(old)
+        if out._impl.data.dtype.kind == "f" and x._impl.data.dtype.kind != "f":
+            raise RuntimeError(
+                f"{name}: result type {out.dtype} can't be cast to the in-place output "
+                f"type {x.dtype}"
+            )
+        return out
 
     def fast(m):
         with no_grad():
-            m.copy_(fn(x)._impl.data)
+            m.copy_(checked(x)._impl.data)
 
-    return apply_inplace(x, name, fn, fast, others, clone_self)
-
-
-def addcmul_(x, tensor1, tensor2, *, value=1):
-    """``x += value * tensor1 * tensor2`` in place."""
-    return _via_copy(
-        x,
-        "addcmul_",
-        lambda old: ew.addcmul(old, tensor1, tensor2, value=value),
-        (tensor1, tensor2),
-        clone_self=False,
-    )
-
-
-def addcdiv_(x, tensor1, tensor2, *, value=1):
-    """``x += value * tensor1 / tensor2`` in place."""
-    return _via_copy(
-        x,
-        "addcdiv_",
-        lambda old: ew.addcdiv(old, tensor1, tensor2, value=value),
-        (tensor1, tensor2),
-        clone_self=False,
-    )
-
-
-def lerp_(x, end, weight):
-    """``x += weight * (end - x)`` in place."""
-    return _via_copy(x, "lerp_", lambda old: ew.lerp(old, end, weight), (end, weight))
-
-
-def sqrt_(x):
-    return _via_copy(x, "sqrt_", ew.sqrt)
-
-
-def exp_(x):
-    return _via_copy(x, "exp_", ew.exp)
-
-
-def neg_(x):
-    return _via_copy(x, "neg_", ew.neg, clone_self=False)
-
-
-def pow_(x, exponent):
-    return _via_copy(x, "pow_", lambda old: ew.pow(old, exponent), (exponent,))
-
-
-def relu_(x):
-    return _via_copy(x, "relu_", ew.relu)
-
-
-def sigmoid_(x):
-    return _via_copy(x, "sigmoid_", ew.sigmoid)
-
-
-def tanh_(x):
-    return _via_copy(x, "tanh_", ew.tanh)
+    return apply_inplace(x, name, checked, fast, others, clone_self)
 
 
 def masked_fill_(x, mask, value):
-    """Write ``value`` where ``mask`` is True, in place."""
+    """Write ``value`` where ``mask`` is True, in place (``torch.Tensor.masked_fill_``).
+
+    Args:
+        x: the tensor written into.
+        mask: a bool tensor that broadcasts to ``x``'s shape.
+        value: a number or a 0-d tensor.
+
+    Returns:
+        ``x`` itself, its version bumped; while recording, differentiable as
+        :func:`~nnkit.masked_fill` (the filled positions pass no gradient to ``x``).
+
+    Example:
+        >>> nnkit.tensor([1.0, 2.0, 3.0]).masked_fill_(nnkit.tensor([True, False, True]), 0.0)
+        tensor([0.0, 2.0, 0.0])
+    """
     return _via_copy(
-        x, "masked_fill_", lambda old: ew.masked_fill(old, mask, value), (value,), clone_self=False
+        x, "masked_fill_", lambda old: sel.masked_fill(old, mask, value), (value,), clone_self=False
     )
 
 
 def uniform_(x, a: float = 0.0, b: float = 1.0):
-    """Fill ``x`` with draws from U(a, b) (nnkit's global generator), in place."""
+    """Fill ``x`` with draws from the uniform distribution on ``[a, b)``, in place
+    (``torch.Tensor.uniform_``), using nnkit's global generator (see ``manual_seed``).
+
+    Args:
+        x: a floating tensor, written into.
+        a: the lower bound (default 0).
+        b: the upper bound (default 1).
+
+    Returns:
+        ``x`` itself, its version bumped; the old value gets a zero gradient.
+
+    Example:
+        >>> x = nnkit.empty(1000).uniform_(-2.0, 3.0)
+        >>> bool(x.min() >= -2.0), bool(x.max() < 3.0)
+        (True, True)
+    """
     from nnkit.random import default_generator
 
     m = x._impl.data
@@ -420,7 +375,22 @@ def uniform_(x, a: float = 0.0, b: float = 1.0):
 
 
 def normal_(x, mean: float = 0.0, std: float = 1.0):
-    """Fill ``x`` with draws from N(mean, std²) (nnkit's global generator), in place."""
+    """Fill ``x`` with draws from the normal distribution ``N(mean, std**2)``, in place
+    (``torch.Tensor.normal_``), using nnkit's global generator (see ``manual_seed``).
+
+    Args:
+        x: a floating tensor, written into.
+        mean: the mean (default 0).
+        std: the standard deviation (default 1).
+
+    Returns:
+        ``x`` itself, its version bumped; the old value gets a zero gradient.
+
+    Example:
+        >>> x = nnkit.empty(10000).normal_(1.0, 2.0)
+        >>> round(x.mean().item(), 1), round(x.std().item(), 1)
+        (1.0, 2.0)
+    """
     from nnkit.random import default_generator
 
     m = x._impl.data

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.ops._util import check_tensor
-from nnkit.autograd.ops.indexing import index_add, index_select
+from nnkit.autograd.ops._util import check_same_dtype, check_tensor
+from nnkit.autograd.ops.dim_index import index_add, index_select
+from nnkit.autograd.ops.inplace import apply_inplace
 from nnkit.autograd.ops.linalg import MatMul
 
 __all__ = ["linear", "dropout", "dropout1d", "dropout2d", "embedding", "pad", "one_hot"]
 
 
 def linear(input, weight, bias=None):
-    """``y = x W^T + b`` over the last dimension of ``input``.
+    """Affine map over the last dimension: ``y = x W^T + b``.
 
     Args:
         input: ``(*, in_features)``.
@@ -29,12 +30,18 @@ def linear(input, weight, bias=None):
     Returns:
         ``(*, out_features)``.
 
+    Gradient: ``g W`` for the input, ``g^T x`` (summed over the leading dimensions) for
+    the weight, the sum of ``g`` for the bias.
+
     Raises:
         ShapeError: if ``input``'s last dimension is not ``in_features``.
+        RuntimeError: if ``weight`` or ``bias`` has another dtype than ``input``.
 
     Example:
-        >>> linear(nnkit.ones(4, 3), nnkit.ones(2, 3)).shape
-        (4, 2)
+        >>> x = nnkit.tensor([[1.0, 2.0, 3.0]])
+        >>> w = nnkit.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5]])
+        >>> F.linear(x, w, nnkit.tensor([0.0, 1.0]))
+        tensor([[1.0, 4.0]])
     """
     check_tensor(input, "linear")
     if weight.ndim != 2 or input.ndim < 1 or input.shape[-1] != weight.shape[1]:
@@ -43,6 +50,9 @@ def linear(input, weight, bias=None):
             f"shape {tuple(weight.shape)} (expected input (*, "
             f"{weight.shape[-1]}))"
         )
+    check_same_dtype("linear", input, weight, "weight")
+    if bias is not None:
+        check_same_dtype("linear", input, bias, "bias")
     if weight.ndim == 2 and input.ndim == 2 and input.is_floating_point():
         # x @ W^T with the transpose as a flag: the weight's gradient, G^T @ x, comes out
         # in the weight's own (out, in) layout, with no transposed copy to make
@@ -58,8 +68,22 @@ def linear(input, weight, bias=None):
     return out
 
 
-def _dropout(input, p, training, mask_shape, op):
-    from nnkit.autograd.tensor import Tensor
+class DropoutMul(Op):
+    """``x * mask`` for a constant (scaled keep-) ``mask`` Mat, broadcasting: saves only
+    the mask, so in-place dropout keeps no copy of ``x``'s old value."""
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        ctx.save_for_backward(mask)
+        return x.mul(mask)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (mask,) = ctx.saved_tensors
+        return grad_output * mask, None
+
+
+def _dropout(input, p, training, mask_shape, op, inplace=False):
     from nnkit.random import default_generator
 
     check_tensor(input, op)
@@ -67,48 +91,118 @@ def _dropout(input, p, training, mask_shape, op):
         raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    if p == 1.0:
-        return input * 0.0
     mat = input._impl.data
-    with no_grad():
+    if p == 1.0:  # x * 0, not zeros: NaN stays NaN, as in PyTorch
+        mask = type(mat).scalar(0.0, mat.dtype)
+    else:
+        if mat.dtype.kind != "f":  # the scaled mask is float (PyTorch refuses likewise)
+            raise RuntimeError(f"{op}: expected a floating point input, got {input.dtype}")
         keep = type(mat).bernoulli(1.0 - p, mask_shape, mat.dtype, default_generator())
-        mask = Tensor._from_mat(keep) * (1.0 / (1.0 - p))
-    return input * mask
+        mask = keep.mul(type(mat).scalar(1.0 / (1.0 - p), mat.dtype))
+    if inplace:  # written into input through the in-place machinery (version, graph)
+        return apply_inplace(
+            input,
+            f"{op}(inplace=True)",
+            lambda old: DropoutMul.apply(old, mask),
+            lambda m: m.imul(mask),
+        )
+    return DropoutMul.apply(input, mask)
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``.
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``, so
+    the expected value is unchanged.
 
-    Random draws come from nnkit's global generator (``nnkit.manual_seed``).
+    Random draws come from nnkit's global generator (see :func:`nnkit.manual_seed`).
 
     Args:
-        p: probability of zeroing an element, in ``[0, 1]``.
-        training: when False, return ``input`` unchanged.
-        inplace: accepted for torch compatibility; the result is always a new tensor.
+        input: the input tensor.
+        p: the probability of zeroing, in ``[0, 1]`` (default 0.5).
+        training: when False, return ``input`` itself (evaluation mode).
+        inplace: write the result into ``input`` and return ``input`` itself (its
+            version bumped; refused for a leaf that requires grad while recording).
+
+    Returns:
+        A tensor of ``input``'s shape (``input`` itself when not training, ``p == 0`` or
+        ``inplace``).
+
+    Gradient: the same mask and scale applied to the incoming gradient.
 
     Raises:
         ValueError: if ``p`` is outside ``[0, 1]``.
+        RuntimeError: for an integer or bool ``input`` with ``0 < p < 1`` (as PyTorch).
+
+    Example:
+        >>> y = F.dropout(nnkit.ones(8), p=0.5)
+        >>> sorted(set(y.tolist())) in ([0.0, 2.0], [0.0], [2.0])
+        True
+        >>> F.dropout(nnkit.ones(3), p=0.5, training=False)
+        tensor([1.0, 1.0, 1.0])
     """
-    return _dropout(input, p, training, tuple(input.shape), "dropout")
+    return _dropout(input, p, training, tuple(input.shape), "dropout", inplace)
 
 
-def _channel_dropout(input, p, training, nd, op):
+def _channel_dropout(input, p, training, nd, op, inplace):
     if input.ndim not in (nd + 1, nd + 2):
         raise ShapeError(
             f"{op}: expected a {nd + 1}-d or {nd + 2}-d input, got shape {tuple(input.shape)}"
         )
     lead = input.ndim - nd
-    return _dropout(input, p, training, tuple(input.shape[:lead]) + (1,) * nd, op)
+    return _dropout(input, p, training, tuple(input.shape[:lead]) + (1,) * nd, op, inplace)
 
 
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero whole channels of ``(N, C, L)`` inputs with probability ``p``."""
-    return _channel_dropout(input, p, training, 1, "dropout1d")
+    """Channel dropout: zero whole channels of ``(N, C, L)`` (or ``(C, L)``) inputs with
+    probability ``p``, scaling the others by ``1 / (1 - p)``.
+
+    Args:
+        input: a 2-d or 3-d tensor.
+        p: the probability of zeroing, in ``[0, 1]`` (default 0.5).
+        training: when False, return ``input`` itself (evaluation mode).
+        inplace: write the result into ``input`` and return ``input`` itself (its
+            version bumped; refused for a leaf that requires grad while recording).
+
+    Returns:
+        A tensor of ``input``'s shape; each ``(n, c)`` row is all zero or all scaled.
+
+    Gradient: the same mask and scale applied to the incoming gradient.
+
+    Raises:
+        ShapeError: for another number of dimensions.
+
+    Example:
+        >>> y = F.dropout1d(nnkit.ones(2, 4, 3), p=0.5)
+        >>> bool(((y == 0).all(-1) | (y == 2).all(-1)).all())
+        True
+    """
+    return _channel_dropout(input, p, training, 1, "dropout1d", inplace)
 
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero whole channels of ``(N, C, H, W)`` inputs with probability ``p``."""
-    return _channel_dropout(input, p, training, 2, "dropout2d")
+    """Channel dropout: zero whole channels of ``(N, C, H, W)`` (or ``(C, H, W)``) inputs
+    with probability ``p``, scaling the others by ``1 / (1 - p)``.
+
+    Args:
+        input: a 3-d or 4-d tensor.
+        p: the probability of zeroing, in ``[0, 1]`` (default 0.5).
+        training: when False, return ``input`` itself (evaluation mode).
+        inplace: write the result into ``input`` and return ``input`` itself (its
+            version bumped; refused for a leaf that requires grad while recording).
+
+    Returns:
+        A tensor of ``input``'s shape; each ``(n, c)`` feature map is all zero or all
+        scaled.
+
+    Gradient: the same mask and scale applied to the incoming gradient.
+
+    Raises:
+        ShapeError: for another number of dimensions.
+
+    Example:
+        >>> F.dropout2d(nnkit.ones(1, 2, 2, 2), p=0.0).shape
+        (1, 2, 2, 2)
+    """
+    return _channel_dropout(input, p, training, 2, "dropout2d", inplace)
 
 
 class Embedding(Op):
@@ -140,16 +234,30 @@ def embedding(
     """Look up rows of ``weight``: ``out[..., :] = weight[input[...], :]``.
 
     Args:
-        input: integer tensor of indices, any shape.
+        input: an integer tensor of indices in ``[0, num_embeddings)``, any shape.
         weight: ``(num_embeddings, embedding_dim)``.
         padding_idx: a row that receives no gradient (negative counts from the end).
+        max_norm: not supported (must be None; ``NotImplementedError`` otherwise).
+        norm_type: accepted for PyTorch's signature (used only with ``max_norm``).
+        scale_grad_by_freq: not supported (must be False).
+        sparse: not supported (must be False).
 
     Returns:
         ``input.shape + (embedding_dim,)``.
 
+    Gradient: each looked-up row of ``weight`` accumulates its incoming gradients
+    (``index_add``); nothing flows to ``input``.
+
     Raises:
         IndexError: for an index outside ``[0, num_embeddings)``.
         TypeError: for a non-integer ``input``.
+
+    Example:
+        >>> w = nnkit.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+        >>> F.embedding(nnkit.tensor([2, 0, 2]), w)
+        tensor([[3.0, 4.0],
+                [0.0, 0.0],
+                [3.0, 4.0]])
     """
     check_tensor(input, "embedding")
     if max_norm is not None or scale_grad_by_freq or sparse:
@@ -200,23 +308,35 @@ def _gather_index(n, lo, hi, mode):
 
 
 def pad(input, pad, mode: str = "constant", value=None):
-    """Pad the last ``len(pad) // 2`` dimensions (torch order: last dimension first).
+    """Pad the last ``len(pad) // 2`` dimensions (PyTorch's order: last dimension first).
 
     ``pad = (left, right)`` pads the last dimension, ``(left, right, top, bottom)`` the
-    last two, and so on. Negative amounts crop (constant mode).
+    last two, and so on. Negative amounts crop (in every mode, as torch).
 
     Args:
-        mode: ``'constant'`` (fill with ``value``, default 0), ``'reflect'`` (mirror
-            without repeating the edge), ``'replicate'`` (repeat the edge) or
-            ``'circular'`` (wrap around).
+        input: the input tensor.
+        pad: an even-length sequence of ints.
+        mode: ``'constant'`` (fill with ``value``), ``'reflect'`` (mirror without
+            repeating the edge), ``'replicate'`` (repeat the edge) or ``'circular'``
+            (wrap around).
+        value: the fill value of constant mode (default 0).
+
+    Returns:
+        ``input`` with each padded dimension grown by its two amounts.
+
+    Gradient: the incoming gradient cropped back (constant), or summed onto the source
+    positions the padding copied (other modes).
 
     Raises:
         ValueError: for an odd-length ``pad``, too many dimensions, an unknown mode, or
             a reflect padding not smaller than the dimension.
 
     Example:
-        >>> pad(nnkit.ones(1, 2), (1, 1)).tolist()
-        [[0.0, 1.0, 1.0, 0.0]]
+        >>> x = nnkit.tensor([[1.0, 2.0, 3.0]])
+        >>> F.pad(x, (1, 2))
+        tensor([[0.0, 1.0, 2.0, 3.0, 0.0, 0.0]])
+        >>> F.pad(x, (2, 1), mode="reflect")
+        tensor([[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]])
     """
     check_tensor(input, "pad")
     pad = tuple(int(p) for p in pad)
@@ -242,9 +362,12 @@ def pad(input, pad, mode: str = "constant", value=None):
         if not (lo or hi):
             continue
         n = input.shape[d]
+        if mode == "circular" and min(lo, hi) < 0:  # torch crops first, then wraps
+            if n + min(lo, 0) + min(hi, 0) > 0:
+                out = out.narrow(d, max(-lo, 0), n + min(lo, 0) + min(hi, 0))
+                n, lo, hi = out.shape[d], max(lo, 0), max(hi, 0)
         if (
-            lo < 0
-            or hi < 0
+            n + lo + hi <= 0
             or (mode == "reflect" and max(lo, hi) >= n)
             or (mode == "circular" and max(lo, hi) > n)
         ):
@@ -260,10 +383,27 @@ def pad(input, pad, mode: str = "constant", value=None):
 
 
 def one_hot(tensor, num_classes: int = -1):
-    """``(*, num_classes)`` int64 tensor with a 1 at each index of ``tensor``.
+    """One-hot encoding: a 1 at each index of ``tensor`` along a new last dimension.
+
+    Args:
+        tensor: an integer tensor of class indices, any shape.
+        num_classes: the size of the new dimension; -1 (default) uses
+            ``tensor.max() + 1``.
+
+    Returns:
+        An int64 tensor of shape ``tensor.shape + (num_classes,)`` (no gradient).
 
     Raises:
-        ValueError: for negative indices or one not below ``num_classes``.
+        TypeError: for a floating-point ``tensor``.
+        ValueError: for a negative index, or one not below ``num_classes``.
+
+    Example:
+        >>> F.one_hot(nnkit.tensor([0, 2, 1]))
+        tensor([[1, 0, 0],
+                [0, 0, 1],
+                [0, 1, 0]])
+        >>> F.one_hot(nnkit.tensor([1]), num_classes=4)
+        tensor([[0, 1, 0, 0]])
     """
     from nnkit.autograd.factories import arange
 

@@ -12,7 +12,8 @@ import math
 from nnkit.autograd.function import ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
-from nnkit.autograd.ops.elementwise import clamp, rsqrt
+from nnkit.autograd.ops.elementwise import rsqrt
+from nnkit.autograd.ops.selection import clamp
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
 
@@ -38,23 +39,40 @@ def batch_norm(
     .. math::
         y = \\frac{x - \\mathrm{E}[x]}{\\sqrt{\\mathrm{Var}[x] + \\epsilon}} \\gamma + \\beta
 
-    In training the batch statistics (biased variance) normalise, and the running
-    statistics, when given, are updated in place without gradient:
-    ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance, as
-    torch). In evaluation the running statistics normalise.
+    In training the batch statistics (biased variance, over ``N`` and the spatial
+    dimensions) normalise, and the running statistics, when given, are updated in place
+    without gradient: ``running = (1 - momentum) * running + momentum * batch``
+    (unbiased variance, as PyTorch). In evaluation the running statistics normalise.
 
     Args:
         input: ``(N, C)`` or ``(N, C, *spatial)``.
-        running_mean, running_var: ``(C,)`` buffers or None.
-        weight, bias: optional ``(C,)`` affine parameters (``gamma``, ``beta``).
-        training: use batch statistics (and update the running ones).
-        momentum: weight of the batch statistics in the running update.
-        eps: added to the variance for stability.
+        running_mean: a ``(C,)`` buffer, or None.
+        running_var: a ``(C,)`` buffer, or None.
+        weight: optional ``(C,)`` scale ``gamma``.
+        bias: optional ``(C,)`` shift ``beta``.
+        training: use batch statistics (and update the running ones); default False.
+        momentum: weight of the batch statistics in the running update (default 0.1).
+        eps: added to the variance for stability (default 1e-5).
+
+    Returns:
+        A tensor of ``input``'s shape.
+
+    Gradient: through the batch statistics in training (PyTorch's formula); through
+    the affine map only in evaluation.
 
     Raises:
         ShapeError: for an input with fewer than 2 dimensions or buffers of the wrong size.
         ValueError: in training with one value per channel, or in evaluation without
             running statistics.
+
+    Example:
+        >>> x = nnkit.tensor([[1.0, 10.0], [3.0, 30.0]])
+        >>> mean, var = nnkit.zeros(2), nnkit.ones(2)
+        >>> F.batch_norm(x, mean, var, training=True)
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]])
+        >>> mean
+        tensor([0.2000, 2.0000])
     """
     check_tensor(input, "batch_norm")
     if input.ndim < 2:
@@ -107,16 +125,28 @@ def batch_norm(
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dimensions of each sample.
 
-    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with biased statistics over
-    the last ``len(normalized_shape)`` dimensions; ``weight``/``bias`` have shape
-    ``normalized_shape``.
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with biased statistics over the
+    last ``len(normalized_shape)`` dimensions.
+
+    Args:
+        input: ``(*, *normalized_shape)``.
+        normalized_shape: an int or a tuple: the trailing shape to normalise over.
+        weight: optional scale of shape ``normalized_shape``.
+        bias: optional shift of shape ``normalized_shape``.
+        eps: added to the variance for stability (default 1e-5).
+
+    Returns:
+        A tensor of ``input``'s shape.
+
+    Gradient: through the statistics, as PyTorch's.
 
     Raises:
         ShapeError: if the input does not end with ``normalized_shape``.
 
     Example:
-        >>> layer_norm(nnkit.randn(4, 10), (10,)).shape
-        (4, 10)
+        >>> F.layer_norm(nnkit.tensor([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]]), (3,))
+        tensor([[-1.2247,  0.0000,  1.2247],
+                [ 0.0000,  0.0000,  0.0000]])
     """
     check_tensor(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -138,13 +168,29 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Normalise ``(N, C, *)`` inputs over groups of ``C / num_groups`` channels.
+    """Group normalisation: normalise ``(N, C, *)`` inputs over groups of
+    ``C / num_groups`` channels.
 
-    Statistics are taken per sample and group (over its channels and all spatial
-    positions); ``weight``/``bias`` are per channel ``(C,)``.
+    Statistics (biased variance) are taken per sample and group, over its channels and
+    all spatial positions; then ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    Args:
+        input: ``(N, C, *spatial)``.
+        num_groups: the number of groups; it must divide ``C``.
+        weight: optional per-channel ``(C,)`` scale.
+        bias: optional per-channel ``(C,)`` shift.
+        eps: added to the variance for stability (default 1e-5).
+
+    Returns:
+        A tensor of ``input``'s shape.
 
     Raises:
         ValueError: if ``C`` is not divisible by ``num_groups``.
+
+    Example:
+        >>> x = nnkit.tensor([[[1.0], [3.0], [5.0], [5.0]]])
+        >>> F.group_norm(x, 2).flatten()
+        tensor([-1.0000,  1.0000,  0.0000,  0.0000])
     """
     check_tensor(input, "group_norm")
     if input.ndim < 2:
@@ -165,6 +211,23 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
-    """``x / max(||x||_p, eps)`` along ``dim``."""
+    """``L_p`` normalisation along ``dim``: ``x / max(||x||_p, eps)``.
+
+    Args:
+        input: the input tensor.
+        p: the norm's exponent (default 2).
+        dim: the dimension to normalise along (default 1).
+        eps: the smallest divisor, which keeps zero vectors finite (default 1e-12).
+
+    Returns:
+        A tensor of ``input``'s shape whose slices along ``dim`` have norm 1 (or are 0).
+
+    Gradient: through the norm, and 0 through the divisor where ``eps`` wins.
+
+    Example:
+        >>> F.normalize(nnkit.tensor([[3.0, 4.0], [0.0, 0.0]]))
+        tensor([[0.6000, 0.8000],
+                [0.0000, 0.0000]])
+    """
     norm = input.norm(p, dim, keepdim=True)
     return input / clamp(norm, min=eps)

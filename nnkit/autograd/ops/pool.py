@@ -122,7 +122,7 @@ def _out_size(size, k, s, p, d, ceil_mode):
     return out
 
 
-_LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)"}
+_LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
 
 def _geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
@@ -191,28 +191,39 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    """2-d max pooling over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs.
-
-    ``out[n, c, i, j] = max over the window at (i sH - pH, j sW - pW)`` of the
-    ``-inf``-padded input. The gradient goes to the first maximum of each window.
+    """2-d max pooling over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs: the maximum of each
+    window of the ``-inf``-padded input.
 
     Args:
-        kernel_size: int or ``(kH, kW)``.
-        stride: defaults to ``kernel_size``.
-        padding: implicit ``-inf`` padding on both sides (at most half the kernel).
-        dilation: spacing between window elements.
-        ceil_mode: round the output size up (the last window may hang over the edge).
-        return_indices: also return the flat index (into ``H * W``) of each maximum.
+        input: a 4-d or 3-d (unbatched) floating-point tensor.
+        kernel_size: the window, an int or one int per spatial dimension.
+        stride: the step between windows (default: ``kernel_size``).
+        padding: implicit ``-inf`` padding on both sides, at most half the kernel.
+        dilation: spacing between window elements (default 1).
+        ceil_mode: round the output size up (the last window may hang over the edge;
+            a window starting in the right padding is dropped, as in PyTorch).
+        return_indices: also return the flat index (into the unpadded spatial
+            positions) of each maximum.
 
     Returns:
-        ``(N, C, H_out, W_out)``, plus int64 indices of that shape if asked.
+        ``(N, C, H_out, W_out)`` with ``H_out = (H + 2 pH - dH (kH - 1) - 1) // sH + 1``
+        (rounded up with ``ceil_mode``), plus int64 indices of that shape if asked.
+
+    Gradient: to the first maximum of each window (ties: the first in row-major order),
+    summed where windows overlap; NaN counts as the maximum.
 
     Raises:
         ShapeError: for an input of the wrong rank or smaller than the window.
+        ValueError: for a padding over half the kernel.
 
     Example:
-        >>> max_pool2d(nnkit.randn(1, 1, 4, 4), 2).shape
-        (1, 1, 2, 2)
+        >>> x = nnkit.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.max_pool2d(x, 2)[0, 0]
+        tensor([[ 5.0,  7.0],
+                [13.0, 15.0]])
+        >>> F.max_pool2d(x, 3, stride=1, return_indices=True)[1][0, 0]
+        tensor([[10, 11],
+                [14, 15]])
     """
     return _max_pool(
         input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d"
@@ -222,7 +233,33 @@ def max_pool2d(
 def max_pool1d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    """1-d max pooling over ``(N, C, L)`` inputs; see :func:`max_pool2d`."""
+    """1-d max pooling over ``(N, C, L)`` (or ``(C, L)``) inputs: the maximum of each window
+    of the ``-inf``-padded input; see :func:`max_pool2d`.
+
+    Args:
+        input: a 3-d or 2-d (unbatched) floating-point tensor.
+        kernel_size: the window, an int or one int per spatial dimension.
+        stride: the step between windows (default: ``kernel_size``).
+        padding: implicit ``-inf`` padding on both sides, at most half the kernel.
+        dilation: spacing between window elements (default 1).
+        ceil_mode: round the output size up (the last window may hang over the edge;
+            a window starting in the right padding is dropped, as in PyTorch).
+        return_indices: also return the flat index (into the unpadded spatial
+            positions) of each maximum.
+
+    Returns:
+        ``(N, C, L_out)`` with ``L_out = (L + 2 p - d (k - 1) - 1) // s + 1`` (rounded up
+        with ``ceil_mode``), plus int64 indices of that shape if asked.
+
+    Gradient: to the first maximum of each window, summed where windows overlap.
+
+    Raises:
+        ShapeError: for an input of the wrong rank or smaller than the window.
+
+    Example:
+        >>> F.max_pool1d(nnkit.tensor([[1.0, 5.0, 2.0, 0.0, 3.0]]), 2, ceil_mode=True)
+        tensor([[5.0, 2.0, 3.0]])
+    """
     return _max_pool(
         input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d"
     )
@@ -271,25 +308,37 @@ def avg_pool2d(
     count_include_pad=True,
     divisor_override=None,
 ):
-    """2-d average pooling over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs.
-
-    ``out[n, c, i, j] = sum(window) / size`` where ``size`` counts the zero padding when
-    ``count_include_pad`` (never the ``ceil_mode`` overhang), as in torch.
+    """2-d average pooling over ``(N, C, H, W)`` (or ``(C, H, W)``) inputs:
+    ``out = sum(window) / size``, where ``size`` counts the zero padding when
+    ``count_include_pad`` (never the ``ceil_mode`` overhang), as in PyTorch.
 
     Args:
-        kernel_size: int or ``(kH, kW)``.
-        stride: defaults to ``kernel_size``.
-        padding: implicit zero padding on both sides (at most half the kernel).
-        ceil_mode: round the output size up.
-        count_include_pad: count padded zeros in the divisor.
+        input: a 4-d or 3-d (unbatched) floating-point tensor.
+        kernel_size: the window, an int or one int per spatial dimension.
+        stride: the step between windows (default: ``kernel_size``).
+        padding: implicit zero padding on both sides, at most half the kernel.
+        ceil_mode: round the output size up (the last window may hang over the edge).
+        count_include_pad: count the padded zeros in the divisor (default True; the
+            ``ceil_mode`` overhang is never counted, as in PyTorch).
         divisor_override: divide every window by this number instead.
 
     Returns:
-        ``(N, C, H_out, W_out)``.
+        ``(N, C, H_out, W_out)``, sized as in :func:`max_pool2d` (dilation 1).
+
+    Gradient: each output's gradient spread evenly (over the divisor) across its window.
+
+    Raises:
+        TypeError: for an integer input.
+        ShapeError: for an input of the wrong rank or smaller than the window.
 
     Example:
-        >>> avg_pool2d(nnkit.ones(1, 1, 4, 4), 2).tolist()
-        [[[[1.0, 1.0], [1.0, 1.0]]]]
+        >>> x = nnkit.arange(16.0).reshape(1, 4, 4)
+        >>> F.avg_pool2d(x, 2)[0]
+        tensor([[ 2.5000,  4.5000],
+                [10.5000, 12.5000]])
+        >>> F.avg_pool2d(nnkit.ones(1, 2, 2), 2, padding=1, count_include_pad=False)[0]
+        tensor([[1.0, 1.0],
+                [1.0, 1.0]])
     """
     return _avg_pool(
         input,
@@ -305,7 +354,27 @@ def avg_pool2d(
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """1-d average pooling over ``(N, C, L)`` inputs; see :func:`avg_pool2d`."""
+    """1-d average pooling over ``(N, C, L)`` (or ``(C, L)``) inputs: ``sum(window) / size``;
+    see :func:`avg_pool2d`.
+
+    Args:
+        input: a 3-d or 2-d (unbatched) floating-point tensor.
+        kernel_size: the window, an int or one int per spatial dimension.
+        stride: the step between windows (default: ``kernel_size``).
+        padding: implicit zero padding on both sides, at most half the kernel.
+        ceil_mode: round the output size up (the last window may hang over the edge).
+        count_include_pad: count the padded zeros in the divisor (default True; the
+            ``ceil_mode`` overhang is never counted, as in PyTorch).
+
+    Returns:
+        ``(N, C, L_out)``, sized as in :func:`max_pool1d` (dilation 1).
+
+    Gradient: each output's gradient spread evenly across its window.
+
+    Example:
+        >>> F.avg_pool1d(nnkit.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]), 2, padding=1)
+        tensor([[0.5000, 2.5000, 4.5000]])
+    """
     return _avg_pool(
         input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d"
     )
@@ -351,18 +420,51 @@ def _adaptive_avg(input, output_size, nd, op):
 
 
 def adaptive_avg_pool2d(input, output_size):
-    """Average pooling to a fixed ``(H_out, W_out)`` whatever the input size.
+    """Average pooling of ``(N, C, H, W)`` (or ``(C, H, W)``) inputs to a fixed
+    ``(H_out, W_out)`` whatever the input size.
 
     Window ``i`` along a dimension of size ``n`` covers
-    ``[floor(i n / out), ceil((i + 1) n / out))``, as in torch. ``None`` keeps a size.
+    ``[floor(i n / out), ceil((i + 1) n / out))``, as in PyTorch; windows may overlap.
+
+    Args:
+        input: a 4-d or 3-d tensor.
+        output_size: an int (square) or ``(H_out, W_out)``; ``None`` in a position keeps
+            that input size.
+
+    Returns:
+        ``(N, C, H_out, W_out)``.
+
+    Gradient: each output's gradient spread evenly across its window.
+
+    Raises:
+        ShapeError: for an input of the wrong rank.
+        ValueError: for sizes that are not positive ints.
 
     Example:
-        >>> adaptive_avg_pool2d(nnkit.randn(2, 3, 7, 5), 1).shape
+        >>> x = nnkit.arange(6.0).reshape(1, 2, 3)
+        >>> F.adaptive_avg_pool2d(x, (1, 2))[0]
+        tensor([[2.0, 3.0]])
+        >>> F.adaptive_avg_pool2d(nnkit.randn(2, 3, 7, 5), 1).shape
         (2, 3, 1, 1)
     """
     return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Average pooling of ``(N, C, L)`` inputs to a fixed length; see the 2-d form."""
+    """Average pooling of ``(N, C, L)`` (or ``(C, L)``) inputs to a fixed length ``L_out``;
+    window ``i`` covers ``[floor(i L / L_out), ceil((i + 1) L / L_out))``.
+
+    Args:
+        input: a 3-d or 2-d tensor.
+        output_size: ``L_out``, a positive int (or a 1-tuple).
+
+    Returns:
+        ``(N, C, L_out)``.
+
+    Gradient: each output's gradient spread evenly across its window.
+
+    Example:
+        >>> F.adaptive_avg_pool1d(nnkit.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]), 2)
+        tensor([[2.0, 4.0]])
+    """
     return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")

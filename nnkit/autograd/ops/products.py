@@ -11,8 +11,9 @@ import math
 from nnkit.autograd.function import ShapeError
 from nnkit.autograd.ops._util import check_tensor, wrap_dim
 from nnkit.autograd.ops.indexing import getitem
+from nnkit.autograd.ops.joining import stack
 from nnkit.autograd.ops.linalg import dot, matmul
-from nnkit.autograd.ops.shape import broadcast_shapes, expand, permute, reshape, stack
+from nnkit.autograd.ops.shape import broadcast_shapes, expand, permute, reshape
 
 __all__ = ["addmm", "addmv", "baddbmm", "mv", "vdot", "tensordot", "kron", "cross", "einsum"]
 
@@ -40,7 +41,7 @@ def _dims(value, op, name):
 def _check_dtypes(op, *xs):
     for x in xs[1:]:
         if x.dtype != xs[0].dtype:
-            raise TypeError(
+            raise RuntimeError(
                 f"{op}: expected all tensors to have the same dtype, got "
                 f"{xs[0].dtype} and {x.dtype}"
             )
@@ -77,7 +78,27 @@ def _need(op, x, nd, name):
 
 
 def mv(input, vec):
-    """Product of the matrix ``input`` (n, m) and the vector ``vec`` (m,)."""
+    """Matrix-vector product: ``out[i] = sum_j input[i, j] * vec[j]``.
+
+    Args:
+        input: a 2-d tensor of shape ``(n, m)``.
+        vec: a 1-d tensor of shape ``(m,)`` and the same dtype.
+
+    Returns:
+        A 1-d tensor of shape ``(n,)``.
+
+    Gradient: ``outer(g, vec)`` for ``input`` and ``input.T @ g`` for ``vec`` (through
+    :func:`matmul`).
+
+    Raises:
+        ShapeError: if ``input`` is not 2-d, ``vec`` not 1-d or the inner sizes differ.
+        RuntimeError: if the dtypes differ (as PyTorch).
+
+    Example:
+        >>> m = nnkit.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        >>> nnkit.mv(m, nnkit.tensor([1.0, 0.0, -1.0]))
+        tensor([-2.0, -2.0])
+    """
     _need("mv", input, 2, "input")
     _need("mv", vec, 1, "vec")
     _check_dtypes("mv", input, vec)
@@ -86,7 +107,34 @@ def mv(input, vec):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)`` for matrices; ``input`` broadcasts."""
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices.
+
+    Args:
+        input: a tensor that broadcasts to the product's shape ``(n, p)``.
+        mat1: a 2-d tensor ``(n, m)``.
+        mat2: a 2-d tensor ``(m, p)`` of ``mat1``'s dtype.
+        beta: the scale of ``input`` (keyword-only, default 1); with ``beta=0`` ``input``
+            is ignored, NaN and inf included (as in PyTorch).
+        alpha: the scale of the product (keyword-only, default 1).
+
+    Returns:
+        A tensor of shape ``(n, p)``. Unlike PyTorch, ``input`` of another dtype is
+        promoted rather than refused.
+
+    Gradient: ``beta * g`` (summed to ``input``'s shape), ``alpha * g @ mat2.T`` and
+    ``alpha * mat1.T @ g``.
+
+    Raises:
+        ShapeError: for non-matrix factors, inner sizes that differ or an ``input`` that
+            does not broadcast to the product's shape.
+        RuntimeError: if ``mat1`` and ``mat2`` have different dtypes.
+
+    Example:
+        >>> a = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nnkit.addmm(nnkit.tensor([10.0, 20.0]), a, a, beta=0.5, alpha=2)
+        tensor([[19.0, 30.0],
+                [35.0, 54.0]])
+    """
     check_tensor(input, "addmm")
     _need("addmm", mat1, 2, "mat1")
     _need("addmm", mat2, 2, "mat2")
@@ -96,13 +144,61 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat @ vec)``; ``input`` broadcasts."""
+    """``beta * input + alpha * (mat @ vec)``, a matrix-vector product plus a vector.
+
+    Args:
+        input: a tensor that broadcasts to the product's shape ``(n,)``.
+        mat: a 2-d tensor ``(n, m)``.
+        vec: a 1-d tensor ``(m,)`` of ``mat``'s dtype.
+        beta: the scale of ``input`` (keyword-only, default 1; 0 ignores ``input``).
+        alpha: the scale of the product (keyword-only, default 1).
+
+    Returns:
+        A 1-d tensor of shape ``(n,)``.
+
+    Gradient: ``beta * g`` for ``input``; ``alpha`` times :func:`mv`'s gradients.
+
+    Raises:
+        ShapeError: for wrong ranks, inner sizes that differ or an ``input`` that does not
+            broadcast to ``(n,)``.
+        RuntimeError: if ``mat`` and ``vec`` have different dtypes.
+
+    Example:
+        >>> m = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nnkit.addmv(nnkit.tensor([1.0, 1.0]), m, nnkit.tensor([1.0, 1.0]), beta=2)
+        tensor([5.0, 9.0])
+    """
     check_tensor(input, "addmv")
     return _scaled_sum("addmv", input, mv(mat, vec), beta, alpha)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """``beta * input + alpha * bmm(batch1, batch2)``; ``input`` broadcasts."""
+    """``beta * input + alpha * bmm(batch1, batch2)``: batched matrix products plus a tensor.
+
+    Args:
+        input: a tensor that broadcasts to the product's shape ``(b, n, p)``.
+        batch1: a 3-d tensor ``(b, n, m)``.
+        batch2: a 3-d tensor ``(b, m, p)`` of ``batch1``'s dtype.
+        beta: the scale of ``input`` (keyword-only, default 1; 0 ignores ``input``).
+        alpha: the scale of the products (keyword-only, default 1).
+
+    Returns:
+        A tensor of shape ``(b, n, p)``.
+
+    Gradient: ``beta * g`` for ``input``; ``alpha * g @ batch2^T`` and
+    ``alpha * batch1^T @ g`` per batch.
+
+    Raises:
+        ShapeError: for non-3-d batches, different batch sizes, inner sizes that differ or
+            an ``input`` that does not broadcast.
+        RuntimeError: if ``batch1`` and ``batch2`` have different dtypes.
+
+    Example:
+        >>> b1 = nnkit.ones(2, 1, 3)
+        >>> b2 = nnkit.ones(2, 3, 1)
+        >>> nnkit.baddbmm(nnkit.tensor(1.0), b1, b2, alpha=0.5).flatten()
+        tensor([2.5000, 2.5000])
+    """
     check_tensor(input, "baddbmm")
     _need("baddbmm", batch1, 3, "batch1")
     _need("baddbmm", batch2, 3, "batch2")
@@ -117,7 +213,27 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def vdot(input, other):
-    """Dot product of two 1-d tensors (the first conjugated: real tensors as ``dot``)."""
+    """Dot product of two 1-d tensors, ``sum_i conj(input[i]) * other[i]``.
+
+    nnkit tensors are real, so this is :func:`dot`.
+
+    Args:
+        input: a 1-d tensor.
+        other: a 1-d tensor of the same size and dtype.
+
+    Returns:
+        A 0-d tensor.
+
+    Gradient: ``g * other`` for ``input`` and ``g * input`` for ``other``.
+
+    Raises:
+        ShapeError: if either is not 1-d or the sizes differ.
+        RuntimeError: if the dtypes differ.
+
+    Example:
+        >>> nnkit.vdot(nnkit.tensor([1.0, 2.0]), nnkit.tensor([3.0, 4.0]))
+        tensor(11.0)
+    """
     _need("vdot", input, 1, "input")
     _need("vdot", other, 1, "other")
     _check_dtypes("vdot", input, other)
@@ -142,11 +258,31 @@ def _contract(a, b, ca, cb):
 
 
 def tensordot(a, b, dims=2):
-    """Sum of products of ``a`` and ``b`` over ``dims``: an int ``n`` (the last ``n`` of
-    ``a`` with the first ``n`` of ``b``) or a pair of dim lists.
+    """Tensor contraction: sums of products of ``a`` and ``b`` over the dimensions ``dims``.
+
+    Computed as one :func:`matmul` after a permute and reshape of each operand.
+
+    Args:
+        a: a tensor.
+        b: a tensor of ``a``'s dtype.
+        dims: an int ``n`` (default 2): contract the last ``n`` dimensions of ``a`` with the
+            first ``n`` of ``b``; or a pair of dim lists ``([da...], [db...])`` contracted
+            pairwise (negative dims count from the end).
+
+    Returns:
+        A tensor with ``a``'s free dimensions followed by ``b``'s.
+
+    Gradient: the contraction of ``g`` with the other operand (through :func:`matmul`).
 
     Raises:
-        RuntimeError: for a negative ``dims`` or contracted sizes that differ.
+        RuntimeError: for a negative ``dims``, lists of different lengths or contracted
+            sizes that differ.
+
+    Example:
+        >>> a = nnkit.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        >>> nnkit.tensordot(a, a, dims=([1], [1]))
+        tensor([[14.0, 32.0],
+                [32.0, 77.0]])
     """
     from nnkit.autograd.tensor import Tensor
 
@@ -185,7 +321,22 @@ def tensordot(a, b, dims=2):
 
 
 def kron(input, other):
-    """Kronecker product: blocks ``input[i] * other`` (dimensions padded to match)."""
+    """Kronecker product: the blocks ``input[i, j, ...] * other`` laid out side by side.
+
+    Args:
+        input: a tensor.
+        other: a tensor; the one with fewer dimensions is padded with leading 1s.
+
+    Returns:
+        A tensor of shape ``input.shape[k] * other.shape[k]`` in each dimension ``k``,
+        of the promoted dtype.
+
+    Gradient: through a broadcast product and reshapes, so exact for both operands.
+
+    Example:
+        >>> nnkit.kron(nnkit.tensor([1, 2]), nnkit.tensor([1, 10, 100]))
+        tensor([  1,  10, 100,   2,  20, 200])
+    """
     check_tensor(input, "kron")
     check_tensor(other, "kron", "other")
     nd = max(input.ndim, other.ndim)
@@ -197,11 +348,26 @@ def kron(input, other):
 
 
 def cross(input, other, dim=None):
-    """Cross product of 3-vectors along ``dim`` (inputs broadcast). ``dim=None`` takes the
-    first dimension of size 3 (without torch's deprecation warning).
+    """Cross product of 3-vectors along ``dim``: ``(a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0)``.
+
+    Args:
+        input: a tensor with size 3 along ``dim``.
+        other: a tensor that broadcasts with ``input``.
+        dim: the dimension of the vectors. None (default) takes the first dimension of size
+            3, as PyTorch's ``torch.cross`` (without its deprecation warning; note that
+            ``torch.linalg.cross`` defaults to ``dim=-1`` instead).
+
+    Returns:
+        A tensor of the broadcast shape.
+
+    Gradient: ``cross(other, g)`` for ``input`` and ``cross(g, input)`` for ``other``.
 
     Raises:
-        RuntimeError: if the dimension does not have size 3.
+        RuntimeError: if the dimension does not have size 3 (or none has, for None).
+
+    Example:
+        >>> nnkit.cross(nnkit.tensor([1.0, 0.0, 0.0]), nnkit.tensor([0.0, 1.0, 0.0]))
+        tensor([0.0, 0.0, 1.0])
     """
     check_tensor(input, "cross")
     check_tensor(other, "cross", "other")
@@ -256,7 +422,7 @@ def _parse_term(term, x, k):
 
 def _take_diagonals(x, labels, k):
     """``x`` with each repeated label of one operand reduced to its diagonal."""
-    from nnkit.autograd.ops.shaping import diagonal
+    from nnkit.autograd.ops.diagonals import diagonal
 
     while len(set(labels)) != len(labels):
         lab = next(a for a in labels if labels.count(a) > 1)
@@ -307,17 +473,37 @@ def _pair(a, la, b, lb, keep):
 
 
 def einsum(equation, *operands):
-    """Sum of products of ``operands`` over the labels of ``equation`` (NumPy/PyTorch
-    subscripts: ``'ij,jk->ik'``, ``'bij,bjk'``, ``'ii->i'``, ``'...ij,...jk->...ik'``).
+    """Einstein summation: sums of products of ``operands`` over the labels of ``equation``.
 
-    Without ``->`` the output holds the labels that appear once, in alphabetical order
-    (after the ellipsis dims). Repeated labels within one operand take its diagonal;
-    size-1 dims broadcast. Computed as diagonals, sums, permutes and matmuls, left to
-    right, so gradients follow.
+    NumPy/PyTorch subscripts: ``'ij,jk->ik'`` (matmul), ``'ii->i'`` (diagonal), ``'ii'``
+    (trace), ``'bij,bjk'``, ``'...ij,...jk->...ik'``. Without ``->`` the output holds the
+    labels that appear once, in alphabetical order (after the ellipsis dims). A label
+    repeated within one operand takes its diagonal; size-1 dims broadcast. Computed as
+    diagonals, sums, permutes and matmuls, left to right (no path optimisation).
+
+    Args:
+        equation: the subscripts (letters ``a-z``, ``A-Z``, at most one ``...`` per term;
+            spaces are ignored).
+        *operands: the tensors, one per term (or a single list of them), of one dtype.
+
+    Returns:
+        A tensor with the output labels' sizes.
+
+    Gradient: through the composed ops, so gradients (and double backward) follow.
 
     Raises:
         ValueError: for malformed subscripts or a wrong number of operands.
         ShapeError: for subscripts that do not match the operands' shapes.
+        TypeError: if the equation is not a str.
+        RuntimeError: if the operands' dtypes differ.
+
+    Example:
+        >>> a = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nnkit.einsum("ij,jk->ik", a, a)
+        tensor([[ 7.0, 10.0],
+                [15.0, 22.0]])
+        >>> nnkit.einsum("ii", a)
+        tensor(5.0)
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])

@@ -1,20 +1,19 @@
-"""Reductions: sum, mean, max/min (with indices), argmax, var/std, logsumexp, norms.
+"""Reductions: sum, mean, amax/amin, max/min (with indices), argmax/argmin,
+logsumexp, all/any and count_nonzero. ``var``/``std``, ``norm`` and ``prod`` are in
+:mod:`~nnkit.autograd.ops.statistics`.
 
 ``dim`` may be None (all dimensions), an int or a tuple; ``keepdim`` keeps reduced
-dimensions as size 1. ``var``/``std``/``logsumexp`` are composed from primitives.
+dimensions as size 1.
 """
 
 from __future__ import annotations
 
-import builtins
 import math
 
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.ops._util import float_mat, reduce_dims, scalar_mat, wrap_dim
-from nnkit.autograd.ops.discrete import sign
-from nnkit.autograd.ops.elementwise import abs as _abs
-from nnkit.autograd.ops.elementwise import exp, where
+from nnkit.autograd.ops._util import float_mat, reduce_dims, wrap_dim
+from nnkit.autograd.ops.elementwise import exp
 from nnkit.autograd.ops.shape import expand, reshape, sum_to
 from nnkit.backends import dtypes as _dt
 
@@ -27,12 +26,9 @@ __all__ = [
     "min",
     "argmax",
     "argmin",
-    "var",
-    "std",
     "logsumexp",
     "all",
     "any",
-    "norm",
     "count_nonzero",
 ]
 
@@ -76,8 +72,8 @@ class Sum(Op):
     def forward(ctx, x, dims, keepdim, dtype):
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
         ctx.in_dtype = x.dtype
-        if dtype is None and x.dtype.kind in "bi" and x.dtype.itemsize < 8:
-            dtype = "int64"  # as PyTorch: integer sums accumulate in int64
+        if dtype is None and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
+            dtype = "int64"  # as PyTorch: bool and integer sums (uint8 too) give int64
         return x.sum(axis=dims, keepdims=keepdim, dtype=dtype)
 
     @staticmethod
@@ -87,10 +83,29 @@ class Sum(Op):
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
-    """Sum of elements over ``dim`` (all when None).
+    """Sum of the elements over ``dim``.
+
+    Args:
+        input: the input tensor.
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+        dtype: the dtype to accumulate in and return. By default bools and integers
+            narrower than 64 bits accumulate in int64, as in PyTorch; floats keep theirs.
+
+    Returns:
+        A tensor with the reduced dimensions removed (or of size 1).
+
+    Gradient: the incoming gradient broadcast back to ``input``'s shape.
 
     Example:
-        >>> nnkit.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0)   # [4.0, 6.0]
+        >>> x = nnkit.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nnkit.sum(x)
+        tensor(10.0)
+        >>> x.sum(dim=0)
+        tensor([4.0, 6.0])
+        >>> x.sum(dim=1, keepdim=True)
+        tensor([[3.0],
+                [7.0]])
     """
     dims = reduce_dims(dim, input.ndim, "sum")
     npd = None if dtype is None else _dt.to_dtype(dtype).np
@@ -111,8 +126,35 @@ class Mean(Op):
         return Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, scale), None, None
 
 
-def mean(input, dim=None, keepdim: bool = False):
-    """Arithmetic mean over ``dim`` (all when None)."""
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """Arithmetic mean of the elements over ``dim``: ``sum(x) / N``.
+
+    Args:
+        input: a floating-point tensor (an integer or bool one raises ``RuntimeError``,
+            as in PyTorch, unless ``dtype`` is a floating dtype).
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+        dtype: a floating dtype to cast ``input`` to first.
+
+    Returns:
+        A floating-point tensor with the reduced dimensions removed (or of size 1); NaN
+        for an empty reduction.
+
+    Gradient: the incoming gradient divided by ``N``, broadcast back.
+
+    Example:
+        >>> nnkit.tensor([[1.0, 2.0], [3.0, 5.0]]).mean(dim=1)
+        tensor([1.5000, 4.0000])
+    """
+    dt = input.dtype if dtype is None else _dt.to_dtype(dtype)
+    if not dt.is_floating_point:
+        what = "input" if dtype is None else "dtype"
+        raise RuntimeError(
+            f"mean: could not infer the output dtype: {what} must be a floating point "
+            f"dtype, got {dt} (pass dtype=nnkit.float32, or call .float() first)"
+        )
+    if dtype is not None:
+        input = input.to(dt)
     return Mean.apply(input, reduce_dims(dim, input.ndim, "mean"), keepdim)
 
 
@@ -123,7 +165,7 @@ class _Extreme(Op):
 
     @classmethod
     def forward(cls, ctx, x, dims, keepdim):
-        if x.size == 0:
+        if x.size == 0 and (dims is None or 0 in [x.shape[d] for d in dims]):
             raise RuntimeError(f"{'amax' if cls.is_max else 'amin'}: cannot reduce an empty tensor")
         out = (x.amax if cls.is_max else x.amin)(axis=dims, keepdims=True)
         ctx.save_for_backward(x, out)
@@ -154,12 +196,47 @@ def _drop(shape, dims):
 
 
 def amax(input, dim=None, keepdim: bool = False):
-    """Maximum over ``dim`` (all when None); ties share the gradient."""
+    """Maximum of the elements over ``dim`` (values only; see :func:`max` for indices).
+
+    Args:
+        input: a non-empty tensor; NaN propagates.
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+
+    Returns:
+        A tensor with the reduced dimensions removed (or of size 1).
+
+    Gradient: shared evenly between the elements equal to the maximum, as PyTorch.
+
+    Example:
+        >>> x = nnkit.tensor([[1.0, 5.0], [5.0, 2.0]], requires_grad=True)
+        >>> x.amax(dim=0)
+        tensor([5.0, 5.0], grad_fn=<AMaxBackward>)
+        >>> x.amax().backward()
+        >>> x.grad
+        tensor([[0.0000, 0.5000],
+                [0.5000, 0.0000]])
+    """
     return AMax.apply(input, reduce_dims(dim, input.ndim, "amax"), keepdim)
 
 
 def amin(input, dim=None, keepdim: bool = False):
-    """Minimum over ``dim`` (all when None); ties share the gradient."""
+    """Minimum of the elements over ``dim`` (values only; see :func:`min` for indices).
+
+    Args:
+        input: a non-empty tensor; NaN propagates.
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+
+    Returns:
+        A tensor with the reduced dimensions removed (or of size 1).
+
+    Gradient: shared evenly between the elements equal to the minimum, as PyTorch.
+
+    Example:
+        >>> nnkit.amin(nnkit.tensor([[1.0, 5.0], [0.0, 2.0]]), dim=1)
+        tensor([1.0, 0.0])
+    """
     return AMin.apply(input, reduce_dims(dim, input.ndim, "amin"), keepdim)
 
 
@@ -192,14 +269,44 @@ def _arg_dim(input, dim, op):
 
 
 def argmax(input, dim=None, keepdim: bool = False):
-    """Index of the maximum (flattened when ``dim`` is None); no gradient."""
+    """The index of the maximum, of the flattened input or along ``dim``.
+
+    Args:
+        input: a non-empty tensor; NaN counts as the maximum, as in PyTorch.
+        dim: the dimension to reduce; None (default) indexes the flattened input.
+        keepdim: with ``dim``, keep it as a dimension of size 1.
+
+    Returns:
+        An int64 tensor (no gradient); among equal maxima, the first index.
+
+    Example:
+        >>> x = nnkit.tensor([[1.0, 9.0, 3.0], [8.0, 2.0, 8.0]])
+        >>> nnkit.argmax(x)
+        tensor(1)
+        >>> x.argmax(dim=1)
+        tensor([1, 0])
+    """
     d = _arg_dim(input, dim, "argmax")
     with no_grad():
         return ArgMax.apply(input, d, keepdim)
 
 
 def argmin(input, dim=None, keepdim: bool = False):
-    """Index of the minimum (flattened when ``dim`` is None); no gradient."""
+    """The index of the minimum, of the flattened input or along ``dim``.
+
+    Args:
+        input: a non-empty tensor; NaN counts as the minimum, as in PyTorch.
+        dim: the dimension to reduce; None (default) indexes the flattened input.
+        keepdim: with ``dim``, keep it as a dimension of size 1.
+
+    Returns:
+        An int64 tensor (no gradient); among equal minima, the first index.
+
+    Example:
+        >>> nnkit.tensor([[1.0, 0.0, 3.0], [0.0, 2.0, 0.0]]).argmin(dim=1, keepdim=True)
+        tensor([[1],
+                [0]])
+    """
     d = _arg_dim(input, dim, "argmin")
     with no_grad():
         return ArgMin.apply(input, d, keepdim)
@@ -218,8 +325,8 @@ class _ReturnTypes(tuple):
 
 
 def _max_min(input, dim, keepdim, is_max, other):
-    from nnkit.autograd.ops.elementwise import maximum, minimum
     from nnkit.autograd.ops.indexing import gather
+    from nnkit.autograd.ops.selection import maximum, minimum
     from nnkit.autograd.tensor import Tensor
 
     if isinstance(dim, Tensor):
@@ -241,64 +348,62 @@ def _max_min(input, dim, keepdim, is_max, other):
 
 
 def max(input, dim=None, keepdim: bool = False):
-    """``max()``: the maximum; ``max(dim)``: ``(values, indices)``; ``max(tensor)``:
-    elementwise maximum (as PyTorch)."""
+    """The maximum, in PyTorch's three forms.
+
+    ``max(input)`` is the maximum of all elements (as :func:`amax`); ``max(input, dim)``
+    returns ``(values, indices)`` along ``dim``; ``max(input, other)`` with a tensor
+    ``other`` is the elementwise :func:`maximum`.
+
+    Args:
+        input: the input tensor; NaN propagates.
+        dim: None, an int, or a tensor (the elementwise form).
+        keepdim: with an int ``dim``, keep it as a dimension of size 1.
+
+    Returns:
+        A 0-d tensor, a tuple ``(values, indices)`` (also readable as ``.values`` and
+        ``.indices``; ``indices`` int64, the first maximum), or an elementwise result.
+
+    Gradient: ``max(input)`` shares it between tied maxima; ``max(input, dim)`` sends it
+    to ``indices``.
+
+    Example:
+        >>> x = nnkit.tensor([[1.0, 7.0, 3.0], [4.0, 2.0, 4.0]])
+        >>> x.max()
+        tensor(7.0)
+        >>> x.max(dim=1)
+        (tensor([7.0, 4.0]), tensor([1, 0]))
+        >>> nnkit.max(x, nnkit.tensor([5.0, 5.0, 5.0]))
+        tensor([[5.0, 7.0, 5.0],
+                [5.0, 5.0, 5.0]])
+    """
     return _max_min(input, dim, keepdim, True, None)
 
 
 def min(input, dim=None, keepdim: bool = False):
-    """``min()``: the minimum; ``min(dim)``: ``(values, indices)``; ``min(tensor)``:
-    elementwise minimum."""
-    return _max_min(input, dim, keepdim, False, None)
+    """The minimum, in PyTorch's three forms.
 
+    ``min(input)`` is the minimum of all elements (as :func:`amin`); ``min(input, dim)``
+    returns ``(values, indices)`` along ``dim``; ``min(input, other)`` with a tensor
+    ``other`` is the elementwise :func:`minimum`.
 
-def _correction(op, dim, unbiased, correction):
-    """torch's three spellings: ``var(dim, *, correction)``, ``var(dim, unbiased)`` and
-    ``var(unbiased)`` (a bool in ``dim``'s place); None means the default, 1."""
-    if isinstance(dim, bool):
-        if unbiased is not None:
-            raise TypeError(f"{op}: got unbiased twice (positionally as {dim} and as {unbiased})")
-        dim, unbiased = None, dim
-    if unbiased is not None:
-        if correction is not None:
-            raise TypeError(f"{op}: pass either unbiased or correction, not both")
-        correction = 1 if unbiased else 0
-    return dim, 1 if correction is None else correction
+    Args:
+        input: the input tensor; NaN propagates.
+        dim: None, an int, or a tensor (the elementwise form).
+        keepdim: with an int ``dim``, keep it as a dimension of size 1.
 
+    Returns:
+        A 0-d tensor, a tuple ``(values, indices)`` (also readable as ``.values`` and
+        ``.indices``; ``indices`` int64, the first minimum), or an elementwise result.
 
-def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    """Variance over ``dim`` (all when None), with Bessel's ``correction`` (default 1,
-    unbiased, as torch); ``var(True)`` / ``var(dim, unbiased, keepdim)`` also work.
+    Gradient: ``min(input)`` shares it between tied minima; ``min(input, dim)`` sends it
+    to ``indices``.
 
-    ``sum((x - mean)**2) / max(N - correction, 0)``: NaN or inf when ``N <= correction``.
+    Example:
+        >>> x = nnkit.tensor([[1.0, 7.0, 3.0], [4.0, 2.0, 4.0]])
+        >>> x.min(dim=0).indices
+        tensor([0, 1, 0])
     """
-    dim, correction = _correction("var", dim, unbiased, correction)
-    dims = reduce_dims(dim, input.ndim, "var")
-    n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
-    centered = input - mean(input, dims, keepdim=True)
-    return sum(centered * centered, dims, keepdim) / builtins.max(n - correction, 0)
-
-
-def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    """Standard deviation over ``dim``: ``sqrt(var(...))``, same arguments as :func:`var`."""
-    dim, correction = _correction("std", dim, unbiased, correction)
-    return StdSqrt.apply(var(input, dim, keepdim=keepdim, correction=correction))
-
-
-class StdSqrt(Op):
-    """``sqrt`` whose gradient is 0 where the result is 0 (torch's std: a constant slice
-    gets no gradient rather than NaN)."""
-
-    @staticmethod
-    def forward(ctx, v):
-        out = v.sqrt()
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (out,) = ctx.saved_tensors
-        return grad_output / (where(out == 0, math.inf, out) * 2)
+    return _max_min(input, dim, keepdim, False, None)
 
 
 class LogSumExp(Op):
@@ -348,115 +453,82 @@ class LogSumExpGrad(Op):
 
 
 def logsumexp(input, dim=None, keepdim: bool = False):
-    """``log(sum(exp(input), dim))``, computed stably by shifting by the maximum.
+    """``log(sum(exp(input)))`` over ``dim``, computed stably by shifting by the maximum.
 
-    The gradient is ``softmax(input)`` along ``dim``; rows that are all ``-inf``
-    give ``-inf`` (no NaN).
+    Args:
+        input: the input tensor (integers give the default float dtype).
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+
+    Returns:
+        A floating-point tensor with the reduced dimensions removed (or of size 1); a
+        slice that is all ``-inf`` gives ``-inf``.
+
+    Gradient: ``softmax(input)`` along ``dim`` times the incoming gradient; no NaN for
+    all-``-inf`` slices.
+
+    Example:
+        >>> nnkit.logsumexp(nnkit.tensor([[0.0, 0.0], [1000.0, 1000.0]]), dim=1)
+        tensor([   0.6931, 1000.6932])
     """
     return LogSumExp.apply(input, reduce_dims(dim, input.ndim, "logsumexp"), keepdim)
 
 
-class Norm(Op):
-    """The vector p-norm over ``dims`` (None: all), with torch's gradient conventions:
-    0 where the norm is 0 (p >= 1), ties of the inf-norms share it, none for p = 0."""
-
-    @staticmethod
-    def forward(ctx, x, p, dims, keepdim):
-        x = float_mat(x)
-        if p == 2:
-            out = x.mul(x).sum(dims, keepdims=True).sqrt()
-        elif p == 0:
-            out = x.ne(scalar_mat(0, x, "norm")).sum(dims, keepdims=True, dtype=x.dtype)
-        elif p == 1:
-            out = x.abs().sum(dims, keepdims=True)
-        elif p == math.inf:
-            out = x.abs().amax(dims, keepdims=True)
-        elif p == -math.inf:
-            out = x.abs().amin(dims, keepdims=True)
-        else:
-            out = x.abs().pow(scalar_mat(p, x, "norm")).sum(dims, keepdims=True)
-            out = out.pow(scalar_mat(1.0 / p, x, "norm"))
-        if not keepdim:
-            out = out.reshape(_drop(x.shape, dims))
-        ctx.save_for_backward(x, out)  # the output itself: double backward sees it
-        ctx.p, ctx.in_shape, ctx.dims, ctx.keepdim = p, x.shape, dims, keepdim
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        p = ctx.p
-        if p == 0:  # piecewise constant: no gradient (None, as torch)
-            return None, None, None, None
-        x, out = ctx.saved_tensors
-        g = grad_output
-        if not ctx.keepdim:
-            keep = _keep_shape(ctx.in_shape, ctx.dims)
-            g, out = reshape(g, keep), reshape(out, keep)
-        if p == 1:
-            gx = sign(x) * g
-        elif p == 2:  # x / norm, 0 where the norm is 0 (there x is 0 too)
-            gx = g * x / where(out == 0, 1.0, out)
-        elif math.isinf(p):
-            a = _abs(x)
-            with no_grad():
-                mask = ((a == out) | a.isnan()).to(x.dtype)
-                count = sum(mask, ctx.dims, keepdim=True)
-            gx = sign(x) * mask * (g / count)
-        elif p < 1:  # |x|**(p-1) is inf at 0: those entries get 0
-            a = where(x == 0, 1.0, _abs(x))
-            gx = sign(x) * a ** (p - 1) * g * out ** (1 - p)
-        else:
-            gx = sign(x) * _abs(x) ** (p - 1) * g / where(out == 0, 1.0, out) ** (p - 1)
-        return gx, None, None, None
-
-
-def norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
-    """The vector p-norm over ``dim`` (all elements when None).
-
-    ``p`` is a number (``inf``/``-inf``: max/min of ``|x|``; ``0``: the count of
-    non-zero elements) or ``'fro'`` (the 2-norm of the elements). ``'nuc'`` (the nuclear
-    norm) is not supported. Gradients follow torch: 0 where the norm is 0.
-
-    Raises:
-        NotImplementedError: for ``p='nuc'``.
-        ValueError: for another string ``p``.
-    """
-    if isinstance(p, str):
-        if p == "nuc":
-            raise NotImplementedError(
-                "norm: p='nuc' (the nuclear norm, a sum of singular "
-                "values) is not supported; use p='fro' or a number"
-            )
-        if p != "fro":
-            raise ValueError(f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
-        p = 2
-    if dtype is not None:
-        input = input.to(dtype)
-    dims = reduce_dims(dim, input.ndim, "norm")
-    p = float(p)
-    if math.isinf(p) and (
-        input.numel() == 0 if dims is None else builtins.any(input.shape[d] == 0 for d in dims)
-    ):
-        raise RuntimeError(
-            f"norm: the {p} norm of an empty slice is undefined (input shape "
-            f"{tuple(input.shape)}, dim {dim})"
-        )
-    return Norm.apply(input, p, dims, keepdim)
-
-
 def all(input, dim=None, keepdim: bool = False):
-    """Whether all elements (over ``dim``) are non-zero; a bool tensor."""
+    """Whether all elements over ``dim`` are non-zero (True).
+
+    Args:
+        input: a tensor of any dtype.
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+
+    Returns:
+        A bool tensor (no gradient); True for an empty reduction.
+
+    Example:
+        >>> nnkit.tensor([[1, 0], [2, 3]]).all(dim=1)
+        tensor([False,  True])
+    """
     with no_grad():
         return _Bool.apply(input, reduce_dims(dim, input.ndim, "all", False), keepdim, "all")
 
 
 def any(input, dim=None, keepdim: bool = False):
-    """Whether any element (over ``dim``) is non-zero; a bool tensor."""
+    """Whether any element over ``dim`` is non-zero (True).
+
+    Args:
+        input: a tensor of any dtype.
+        dim: an int or a tuple of ints to reduce; None (default) reduces all elements.
+        keepdim: keep the reduced dimensions as size 1.
+
+    Returns:
+        A bool tensor (no gradient); False for an empty reduction.
+
+    Example:
+        >>> nnkit.any(nnkit.tensor([[0.0, 0.0], [0.0, 0.5]]), dim=1)
+        tensor([False,  True])
+    """
     with no_grad():
         return _Bool.apply(input, reduce_dims(dim, input.ndim, "any", False), keepdim, "any")
 
 
 def count_nonzero(input, dim=None):
+    """The number of non-zero elements over ``dim``.
+
+    Args:
+        input: a tensor of any dtype.
+        dim: an int or a tuple of ints to reduce; None (default) counts all elements.
+
+    Returns:
+        An int64 tensor with the reduced dimensions removed.
+
+    Example:
+        >>> x = nnkit.tensor([[0, 1, 2], [3, 0, 0]])
+        >>> nnkit.count_nonzero(x)
+        tensor(3)
+        >>> x.count_nonzero(dim=0)
+        tensor([1, 1, 1])
+    """
     return sum(input != 0, dim)
 
 

@@ -1,7 +1,9 @@
-"""Shape ops: views (reshape, permute, expand, ...), joining and splitting, casts.
+"""Shape ops: broadcasting (expand, sum_to), views (reshape, view, flatten, squeeze,
+permute, transpose, ...), clone and casts.
 
 View ops return tensors over the same Storage as their input (no copy); their
-backward maps the gradient back through the inverse view.
+backward maps the gradient back through the inverse view. Joining and splitting live
+in ``ops/joining.py``; ``movedim`` and ``flip`` in ``ops/shaping.py``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import math
 
 from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.ops._util import check_tensor, norm_dims, wrap_dim
+from nnkit.autograd.ops._util import norm_dims, wrap_dim
 from nnkit.backends import dtypes as _dt
 
 __all__ = [
@@ -26,30 +28,34 @@ __all__ = [
     "permute",
     "transpose",
     "swapaxes",
-    "movedim",
-    "repeat",
-    "cat",
-    "concat",
-    "stack",
-    "split",
-    "chunk",
-    "unbind",
-    "flip",
     "clone",
     "contiguous",
     "cast",
     "broadcast_shapes",
-    "atleast_2d",
 ]
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    """The shape NumPy-style broadcasting gives ``shapes``.
+    """The shape that NumPy-style broadcasting gives ``shapes`` (as ``torch.broadcast_shapes``).
+
+    Shapes are aligned at their last dimension; in each dimension the sizes must be equal
+    or 1, and a missing leading dimension counts as 1.
+
+    Args:
+        *shapes: shapes, each a tuple or list of ints, or an int for a 1-d shape.
+
+    Returns:
+        The broadcast shape as a tuple (PyTorch returns a ``torch.Size``).
 
     Raises:
         ShapeError: if the shapes do not broadcast.
+
+    Example:
+        >>> nnkit.broadcast_shapes((2, 1), (3,))
+        (2, 3)
     """
-    ndim = max(len(s) for s in shapes)
+    shapes = [(s,) if isinstance(s, int) else s for s in shapes]  # an int: a 1-d shape
+    ndim = max(map(len, shapes), default=0)
     out = []
     for k in range(ndim):
         sizes = {s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0} - {1}
@@ -91,10 +97,24 @@ def reduce_grad(grad, meta):
 
 
 def sum_to(x, shape):
-    """Sum ``x`` over broadcast dimensions so that it has ``shape``.
+    """Sum ``x`` over its broadcast dimensions so that it has ``shape``: the adjoint of
+    :func:`expand` (``torch.Tensor.sum_to_size``).
 
-    The inverse of broadcasting, used by every binary op's backward to bring a
-    gradient back to its input's shape. Returns ``x`` itself when shapes match.
+    Leading dimensions of ``x`` are summed away, and so is (keeping it, as size 1) each
+    dimension where ``shape`` has 1 and ``x`` does not. Binary ops' backwards use it.
+
+    Args:
+        x: the tensor; ``shape`` must broadcast to ``x.shape``.
+        shape: the target shape.
+
+    Returns:
+        ``x`` itself when the shapes match, else a new tensor of ``shape``.
+
+    Gradient: the gradient expanded back to ``x``'s shape.
+
+    Example:
+        >>> nnkit.sum_to(nnkit.ones(2, 3), (1, 3))
+        tensor([[2.0, 2.0, 2.0]])
     """
     shape = tuple(shape)
     if x.shape == shape:
@@ -116,10 +136,28 @@ class Expand(Op):
 
 
 def expand(x, *shape):
-    """A broadcast view of ``x`` at ``shape`` (``-1`` keeps a dimension); no copy.
+    """A broadcast view of ``x`` at ``shape``, without copying (as ``torch.Tensor.expand``).
+
+    Dimensions of size 1 are repeated with stride 0 and new ones may be added in front;
+    as elements share memory, in-place writes into the result raise.
+
+    Args:
+        x: the tensor.
+        *shape: the new sizes, as ints or one tuple; ``-1`` keeps that dimension's size.
+
+    Returns:
+        A view of ``x`` with shape ``shape``; ``x`` itself when the shape is unchanged.
+
+    Gradient: summed over the expanded dimensions (:func:`sum_to`).
 
     Raises:
-        ShapeError: if a non-singleton dimension would change size.
+        ShapeError: if ``shape`` has fewer dimensions than ``x``, or changes the size of
+            a dimension that is not 1.
+
+    Example:
+        >>> nnkit.tensor([1.0, 2.0]).expand(2, -1)
+        tensor([[1.0, 2.0],
+                [1.0, 2.0]])
     """
     shape = _shape_arg(shape)
     lead = len(shape) - x.ndim
@@ -142,10 +180,38 @@ def expand(x, *shape):
 
 
 def expand_as(x, other):
+    """``x.expand(other.shape)``: ``x`` broadcast to ``other``'s shape, as a view.
+
+    Args:
+        x: the tensor to expand.
+        other: a tensor whose shape ``x`` broadcasts to (only its shape is used).
+
+    Returns:
+        A view of ``x``, as :func:`expand` (which gives the gradient too).
+
+    Example:
+        >>> nnkit.tensor([[1.0], [2.0]]).expand_as(nnkit.zeros(2, 3))
+        tensor([[1.0, 1.0, 1.0],
+                [2.0, 2.0, 2.0]])
+    """
     return expand(x, other.shape)
 
 
 def broadcast_to(x, shape):
+    """``x`` broadcast to ``shape`` as a view (``torch.broadcast_to``; see :func:`expand`).
+
+    Args:
+        x: the tensor.
+        shape: the target shape, a tuple or list (``-1`` keeps a dimension).
+
+    Returns:
+        A view of ``x`` with shape ``shape``; the gradient is summed back (:func:`sum_to`).
+
+    Example:
+        >>> nnkit.broadcast_to(nnkit.tensor([1, 2, 3]), (2, 3))
+        tensor([[1, 2, 3],
+                [1, 2, 3]])
+    """
     return expand(x, tuple(shape))
 
 
@@ -188,7 +254,29 @@ class Reshape(Op):
 
 
 def reshape(x, *shape):
-    """``x`` with a new shape (one dimension may be ``-1``): a view when possible."""
+    """``x`` with a new shape, its elements read in row-major order (as ``torch.reshape``).
+
+    A view of ``x`` when its strides allow one, otherwise a copy (:func:`view` never copies).
+
+    Args:
+        x: the tensor.
+        *shape: the new sizes, as ints or one tuple; one of them may be ``-1``, inferred
+            from ``x.numel()``.
+
+    Returns:
+        A tensor of ``shape``; ``x`` itself when the shape is unchanged (PyTorch returns
+        a new view).
+
+    Gradient: the gradient reshaped back to ``x``'s shape.
+
+    Raises:
+        ShapeError: if ``shape`` does not hold ``x.numel()`` elements or has two ``-1``.
+
+    Example:
+        >>> nnkit.arange(6).reshape(2, -1)
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+    """
     shape = _infer_shape(_shape_arg(shape), x.numel(), "reshape")
     if shape == x.shape:
         return x
@@ -196,7 +284,28 @@ def reshape(x, *shape):
 
 
 def view(x, *shape):
-    """Like :func:`reshape`, but never copies: raises if the strides do not allow a view."""
+    """Like :func:`reshape`, but always a view of ``x``'s memory: raises rather than copy.
+
+    Args:
+        x: the tensor.
+        *shape: the new sizes, as for :func:`reshape`. A single dtype instead converts
+            the values (``cast(x, dtype)``, a copy); PyTorch's ``view(dtype)``
+            reinterprets the bytes instead.
+
+    Returns:
+        A new view of ``x`` with the new shape, sharing its Storage.
+
+    Raises:
+        ShapeError: if ``shape`` does not hold ``x.numel()`` elements.
+        RuntimeError: if ``x``'s strides do not allow the view (e.g. after
+            ``transpose``); use ``reshape`` or ``contiguous().view(...)``.
+
+    Example:
+        >>> nnkit.arange(6.0).view(3, 2)
+        tensor([[0.0, 1.0],
+                [2.0, 3.0],
+                [4.0, 5.0]])
+    """
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return cast(x, _dt.to_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), x.numel(), "view")
@@ -204,7 +313,23 @@ def view(x, *shape):
 
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1):
-    """Merge dimensions ``start_dim``..``end_dim`` into one."""
+    """Merge dimensions ``start_dim`` to ``end_dim`` (inclusive) into one (``torch.flatten``).
+
+    Args:
+        x: the tensor; a 0-d tensor gives shape ``(1,)``.
+        start_dim: the first dimension to merge (default 0; negative counts from the end).
+        end_dim: the last dimension to merge (default -1, the last one).
+
+    Returns:
+        A view of ``x`` when its strides allow, else a copy (as :func:`reshape`).
+
+    Raises:
+        ValueError: if ``start_dim`` comes after ``end_dim`` (PyTorch: RuntimeError).
+
+    Example:
+        >>> nnkit.zeros(2, 3, 4).flatten(1).shape
+        (2, 12)
+    """
     if x.ndim == 0:
         return reshape(x, (1,))
     s = wrap_dim(start_dim, x.ndim, "flatten")
@@ -216,12 +341,41 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
 
 
 def unflatten(x, dim: int, sizes):
+    """Split dimension ``dim`` into ``sizes``: the inverse of :func:`flatten`
+    (``torch.unflatten``).
+
+    Args:
+        x: the tensor.
+        dim: the dimension to split (negative counts from the end).
+        sizes: the new sizes, whose product is ``x.shape[dim]``; one may be ``-1``.
+
+    Returns:
+        A view of ``x`` when its strides allow, else a copy (as :func:`reshape`).
+
+    Example:
+        >>> nnkit.zeros(2, 12).unflatten(1, (3, -1)).shape
+        (2, 3, 4)
+    """
     d = wrap_dim(dim, x.ndim, "unflatten")
     return reshape(x, x.shape[:d] + tuple(sizes) + x.shape[d + 1 :])
 
 
 def squeeze(x, dim=None):
-    """Drop dimensions of size 1 (all of them, or those in ``dim``)."""
+    """Remove dimensions of size 1 (as ``torch.squeeze``).
+
+    Args:
+        x: the tensor.
+        dim: ``None`` (default) removes every dimension of size 1; an int or a tuple of
+            ints removes those of the named dimensions that have size 1 (the others stay).
+
+    Returns:
+        A view of ``x``; ``x`` itself when no dimension is removed.
+
+    Example:
+        >>> x = nnkit.zeros(2, 1, 3, 1)
+        >>> x.squeeze().shape, x.squeeze(1).shape, x.squeeze(0).shape
+        ((2, 3), (2, 3, 1), (2, 1, 3, 1))
+    """
     if dim is None:
         dims = [k for k, n in enumerate(x.shape) if n == 1]
     else:
@@ -231,16 +385,24 @@ def squeeze(x, dim=None):
 
 
 def unsqueeze(x, dim: int):
-    """Insert a dimension of size 1 at ``dim``."""
+    """Insert a dimension of size 1 at position ``dim`` (as ``torch.unsqueeze``).
+
+    Args:
+        x: the tensor.
+        dim: the new dimension's position in the result, in ``[-x.ndim - 1, x.ndim]``;
+            negative values count from the end of the result.
+
+    Returns:
+        A view of ``x`` with one more dimension.
+
+    Example:
+        >>> nnkit.tensor([1.0, 2.0]).unsqueeze(1)
+        tensor([[1.0],
+                [2.0]])
+    """
     s = x._impl.data.shape
     d = wrap_dim(dim, len(s) + 1, "unsqueeze")
     return Reshape.apply(x, s[:d] + (1,) + s[d:], False)  # a valid shape by construction
-
-
-def atleast_2d(x):
-    while x.ndim < 2:
-        x = unsqueeze(x, 0)
-    return x
 
 
 class Permute(Op):
@@ -260,7 +422,27 @@ class Permute(Op):
 
 
 def permute(x, *dims):
-    """A view of ``x`` with its dimensions reordered."""
+    """A view of ``x`` with its dimensions reordered: dimension ``k`` of the result is
+    dimension ``dims[k]`` of ``x`` (as ``torch.permute``).
+
+    Args:
+        x: the tensor.
+        *dims: a permutation of ``0 .. x.ndim - 1``, as ints or one tuple; negative values
+            count from the end.
+
+    Returns:
+        A view of ``x``; ``x`` itself for the identity permutation.
+
+    Gradient: the gradient permuted back by the inverse permutation.
+
+    Raises:
+        ShapeError: if ``len(dims) != x.ndim``.
+        ValueError: if ``dims`` repeats a dimension.
+
+    Example:
+        >>> nnkit.zeros(2, 3, 4).permute(2, 0, 1).shape
+        (4, 2, 3)
+    """
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
         raise ShapeError(
@@ -275,7 +457,24 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0: int, dim1: int):
-    """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped (``torch.transpose``).
+
+    Args:
+        x: the tensor; a 0-d tensor comes back as it is (``dim0``, ``dim1`` in {0, -1}).
+        dim0: a dimension (negative counts from the end).
+        dim1: the other dimension.
+
+    Returns:
+        A view of ``x`` (not contiguous in general).
+
+    Gradient: the gradient transposed back.
+
+    Example:
+        >>> nnkit.tensor([[1, 2, 3]]).transpose(0, 1)
+        tensor([[1],
+                [2],
+                [3]])
+    """
     a, b = wrap_dim(dim0, x.ndim, "transpose"), wrap_dim(dim1, x.ndim, "transpose")
     if x.ndim == 0:  # only dims 0 and -1 exist (as in torch)
         return x
@@ -284,185 +483,22 @@ def transpose(x, dim0: int, dim1: int):
     return permute(x, tuple(dims))
 
 
-swapaxes = transpose
+def swapaxes(input, axis0: int, axis1: int):
+    """NumPy's name for :func:`transpose`: dimensions ``axis0`` and ``axis1`` swapped, a view.
 
+    Args:
+        input: the tensor.
+        axis0: a dimension (negative counts from the end).
+        axis1: the other dimension.
 
-def movedim(x, source, destination):
-    """Move dimension(s) ``source`` to ``destination`` (ints or sequences): a view."""
-    if not (isinstance(source, int) and isinstance(destination, int)):
-        from nnkit.autograd.ops.shaping import moveaxis
+    Returns:
+        A view of ``input`` (as ``torch.swapaxes``); the gradient is transposed back.
 
-        return moveaxis(x, source, destination)
-    s, d = wrap_dim(source, x.ndim, "movedim"), wrap_dim(destination, x.ndim, "movedim")
-    dims = [k for k in range(x.ndim) if k != s]
-    dims.insert(d, s)
-    return permute(x, tuple(dims))
-
-
-class Repeat(Op):
-    @staticmethod
-    def forward(ctx, x, reps):
-        ctx.in_shape = x.shape
-        return x.tile(reps)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        shape = ctx.in_shape
-        g = grad_output
-        if 0 in g.shape:  # an empty input or a zero repeat: every copy is empty
-            return g.new_zeros(shape), None
-        lead = grad_output.ndim - len(shape)
-        if lead:
-            g = g.reshape((-1,) + g.shape[lead:]).sum(0)
-        inter = []
-        for n, total in zip(shape, g.shape):
-            inter += [total // n, n]
-        g = g.reshape(tuple(inter)).sum(tuple(range(0, len(inter), 2)))
-        return g, None
-
-
-def repeat(x, *sizes):
-    """Tile ``x``: ``sizes[k]`` copies along dimension ``k`` (as ``torch.Tensor.repeat``)."""
-    sizes = _shape_arg(sizes)
-    if len(sizes) < x.ndim:
-        raise ShapeError(
-            f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than "
-            f"the number of dimensions of the tensor ({x.ndim})"
-        )
-    return Repeat.apply(x, sizes)
-
-
-class Cat(Op):
-    @staticmethod
-    def forward(ctx, dim, *xs):
-        ctx.sizes = [x.shape[dim] for x in xs]
-        ctx.dim = dim
-        return type(xs[0]).concatenate(xs, dim)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        grads, start = [None], 0
-        for k, n in enumerate(ctx.sizes):
-            if ctx.needs_input_grad[k + 1]:
-                grads.append(_narrow(grad_output, ctx.dim, start, n))
-            else:
-                grads.append(None)
-            start += n
-        return tuple(grads)
-
-
-def _narrow(x, dim, start, length):
-    from nnkit.autograd.ops.indexing import getitem
-
-    return getitem(x, (slice(None),) * dim + (slice(start, start + length),))
-
-
-def cat(tensors, dim: int = 0):
-    """Concatenate tensors along an existing dimension.
-
-    Raises:
-        ShapeError: if the tensors differ in a dimension other than ``dim``.
-        TypeError: if their dtypes differ.
+    Example:
+        >>> nnkit.zeros(2, 3, 4).swapaxes(0, 2).shape
+        (4, 3, 2)
     """
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty list of tensors")
-    for k, t in enumerate(tensors):
-        check_tensor(t, "cat", f"tensors[{k}]")
-    for k, t in enumerate(tensors):
-        if t.ndim == 0:
-            raise ShapeError(
-                f"cat: tensors[{k}] is zero-dimensional and cannot be "
-                "concatenated (use stack, or reshape it to (1,))"
-            )
-    ref = tensors[0]
-    d = wrap_dim(dim, ref.ndim, "cat")
-    for k, t in enumerate(tensors[1:], 1):
-        if t.ndim != ref.ndim or any(
-            a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape)) if j != d
-        ):
-            raise ShapeError(
-                f"cat: sizes of tensors must match except in dimension {d}: "
-                f"tensors[0] has shape {tuple(ref.shape)}, tensors[{k}] has "
-                f"{tuple(t.shape)}"
-            )
-    dtype = _dt.to_dtype(type(ref._impl.data).result_type(*[t._impl.data.dtype for t in tensors]))
-    tensors = [t if t.dtype == dtype else cast(t, dtype) for t in tensors]
-    return Cat.apply(d, *tensors)
-
-
-concat = cat
-
-
-def stack(tensors, dim: int = 0):
-    """Join tensors of equal shape along a new dimension ``dim``."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
-    shape = check_tensor(tensors[0], "stack", "tensors[0]").shape
-    for k, t in enumerate(tensors):
-        if check_tensor(t, "stack", f"tensors[{k}]").shape != shape:
-            raise ShapeError(
-                f"stack: expects each tensor to be equal size, but got "
-                f"{tuple(shape)} at entry 0 and {tuple(t.shape)} at entry {k}"
-            )
-    d = wrap_dim(dim, len(shape) + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], d)
-
-
-def split(x, split_size_or_sections, dim: int = 0):
-    """Split into chunks of ``split_size`` (last may be smaller) or the given sizes (views)."""
-    d = wrap_dim(dim, x.ndim, "split")
-    n = x.shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step <= 0:
-            raise ValueError(f"split: split_size must be positive, got {step}")
-        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n:
-            raise ShapeError(f"split: sections {sizes} do not sum to the size {n} of dimension {d}")
-    out, start = [], 0
-    for s in sizes:
-        out.append(_narrow(x, d, start, s))
-        start += s
-    return tuple(out)
-
-
-def chunk(x, chunks: int, dim: int = 0):
-    """Split into ``chunks`` nearly equal pieces (the last may be smaller)."""
-    if chunks <= 0:
-        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-    n = x.shape[wrap_dim(dim, x.ndim, "chunk")]
-    return split(x, max(1, -(-n // chunks)), dim)
-
-
-def unbind(x, dim: int = 0):
-    """The slices of ``x`` along ``dim``, as a tuple (views)."""
-    from nnkit.autograd.ops.indexing import getitem
-
-    d = wrap_dim(dim, x.ndim, "unbind")
-    return tuple(getitem(x, (slice(None),) * d + (k,)) for k in range(x.shape[d]))
-
-
-class Flip(Op):
-    _view_op = True  # the output may view the input's memory
-
-    @staticmethod
-    def forward(ctx, x, dims):
-        ctx.dims = dims
-        return x.flip(dims)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return flip(grad_output, ctx.dims), None
-
-
-def flip(x, dims):
-    """Reverse the order of elements along ``dims``."""
-    dims = norm_dims(dims if isinstance(dims, (list, tuple)) else (dims,), x.ndim, "flip")
-    return Flip.apply(x, dims if x.ndim else ())
+    return transpose(input, axis0, axis1)
 
 
 class Clone(Op):
@@ -476,12 +512,40 @@ class Clone(Op):
 
 
 def clone(x):
-    """A copy of ``x`` with its own memory; gradients flow through it."""
+    """A copy of ``x`` with its own memory (as ``torch.clone``, without ``memory_format``).
+
+    Args:
+        x: the tensor.
+
+    Returns:
+        A new contiguous tensor with ``x``'s shape, dtype, device and values.
+
+    Gradient: the identity; the copy stays in the graph (``CloneBackward``).
+
+    Example:
+        >>> x = nnkit.tensor([1.0, 2.0])
+        >>> y = x.clone()
+        >>> y[0] = 5.0
+        >>> x, y
+        (tensor([1.0, 2.0]), tensor([5.0, 2.0]))
+    """
     return Clone.apply(x)
 
 
 def contiguous(x):
-    """``x`` itself if C-contiguous, else a contiguous copy."""
+    """``x`` itself if its memory is row-major contiguous, else a contiguous copy.
+
+    Args:
+        x: the tensor.
+
+    Returns:
+        A C-contiguous tensor equal to ``x``; a copy enters the graph as :func:`clone`.
+
+    Example:
+        >>> x = nnkit.zeros(2, 3).t()
+        >>> x.is_contiguous(), x.contiguous().is_contiguous()
+        (False, True)
+    """
     return x if x._impl.data.is_contiguous() else Clone.apply(x)
 
 
@@ -497,7 +561,23 @@ class Cast(Op):
 
 
 def cast(x, dtype):
-    """``x`` converted to ``dtype`` (differentiable between floating dtypes)."""
+    """``x`` converted to ``dtype`` (like ``x.to(dtype)``; floats truncate towards zero
+    when converted to integers, as in PyTorch). Not a Tensor method.
+
+    Args:
+        x: the tensor.
+        dtype: the target dtype: an nnkit dtype, its name (``"int64"``) or a NumPy dtype.
+
+    Returns:
+        A new tensor of ``dtype``; ``x`` itself when it has that dtype already.
+
+    Gradient: cast back to ``x``'s dtype between floating dtypes; integer and bool
+    results carry no gradient.
+
+    Example:
+        >>> nnkit.cast(nnkit.tensor([1.7, -1.7]), "int64")
+        tensor([ 1, -1])
+    """
     dtype = _dt.to_dtype(dtype)
     if x.dtype == dtype:
         return x

@@ -1,18 +1,19 @@
-"""Ops of issue 13 (shaping): views, joins, diagonals, grids and products.
+"""Ops of issue 13 (shaping): views (t, narrow, select, moveaxis), roll, rot90, meshgrid.
 
-Most ops are compositions of existing differentiable ops (slicing, permute, reshape,
-cat, matmul, sum), so their gradients follow; the diagonal view and its adjoint are
-the two ``Op`` classes here (``Diagonal`` views its input's memory with explicit
-strides; ``DiagScatter`` writes a diagonal into zeros). Views (``t``, ``narrow``,
-``select``, ``diagonal``, ``moveaxis``, ``tensor_split`` pieces, ``meshgrid``) share
-their input's Storage as in PyTorch; ``rot90``, ``roll``, ``diag`` and ``tile`` copy.
+All are compositions of existing differentiable ops (slicing, permute, reshape, cat,
+flip), so their gradients follow. Views (``t``, ``view_as``, ``narrow``, ``select``,
+``moveaxis``, ``meshgrid``) share their input's Storage as in PyTorch; ``roll`` and
+``rot90`` copy. This module also re-exports the products of ``ops/products.py``; the
+joins and splits of issue 13 live in ``ops/joining.py``, the diagonals in
+``ops/diagonals.py``.
 """
 
 from __future__ import annotations
 
 from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.ops._util import check_tensor, wrap_dim
-from nnkit.autograd.ops.indexing import getitem, nonzero
+from nnkit.autograd.ops._util import check_tensor, norm_dims, wrap_dim
+from nnkit.autograd.ops.indexing import getitem
+from nnkit.autograd.ops.joining import cat
 from nnkit.autograd.ops.products import (
     _dims,
     _int,
@@ -28,14 +29,10 @@ from nnkit.autograd.ops.products import (
 )
 from nnkit.autograd.ops.shape import (
     Reshape,
-    cat,
     clone,
     expand,
-    flip,
     permute,
-    repeat,
     reshape,
-    stack,
     transpose,
     view,
 )
@@ -55,20 +52,11 @@ __all__ = [
     "reshape_as",
     "narrow",
     "select",
-    "tensor_split",
-    "hstack",
-    "vstack",
-    "dstack",
     "moveaxis",
+    "movedim",
+    "flip",
     "roll",
-    "tile",
     "rot90",
-    "diagonal",
-    "diag_embed",
-    "diag",
-    "trace",
-    "tril_indices",
-    "triu_indices",
     "meshgrid",
     "einsum",
     "addmm",
@@ -83,11 +71,6 @@ __all__ = [
 
 # Functions of __all__ that are not Tensor methods (their first argument is not a tensor).
 NOT_METHODS: set[str] = {
-    "hstack",
-    "vstack",
-    "dstack",
-    "tril_indices",
-    "triu_indices",
     "meshgrid",
     "einsum",
     "tensordot",
@@ -101,10 +84,23 @@ def _alias(x):
 
 # --------------------------------------------------------------------- views
 def t(input):
-    """``input`` with dimensions 0 and 1 swapped (0-d and 1-d tensors as they are): a view.
+    """``input`` with dimensions 0 and 1 swapped (as ``torch.t``); 0-d and 1-d tensors come
+    back unchanged (as new views).
+
+    Args:
+        input: a tensor of at most 2 dimensions.
+
+    Returns:
+        A view of ``input``; its gradient is transposed back.
 
     Raises:
-        ShapeError: for more than 2 dimensions.
+        ShapeError: for more than 2 dimensions (use :func:`transpose` or ``.mT``).
+
+    Example:
+        >>> nnkit.tensor([[1, 2, 3], [4, 5, 6]]).t()
+        tensor([[1, 4],
+                [2, 5],
+                [3, 6]])
     """
     check_tensor(input, "t")
     if input.ndim > 2:
@@ -115,25 +111,68 @@ def t(input):
 
 
 def view_as(input, other):
-    """``input.view(other.shape)``."""
+    """``input.view(other.shape)``: a view of ``input`` with ``other``'s shape.
+
+    Args:
+        input: the tensor to view.
+        other: a tensor with as many elements (only its shape is used).
+
+    Returns:
+        A view of ``input``; raises as :func:`view` when the strides do not allow it.
+
+    Example:
+        >>> nnkit.arange(6).view_as(nnkit.zeros(2, 3))
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+    """
     return view(
         check_tensor(input, "view_as"), tuple(check_tensor(other, "view_as", "other").shape)
     )
 
 
 def reshape_as(input, other):
-    """``input.reshape(other.shape)``."""
+    """``input.reshape(other.shape)``: ``input`` with ``other``'s shape, a view when possible.
+
+    Args:
+        input: the tensor to reshape.
+        other: a tensor with as many elements (only its shape is used).
+
+    Returns:
+        A view of ``input`` or a copy, as :func:`reshape`.
+
+    Example:
+        >>> nnkit.arange(6).reshape_as(nnkit.zeros(3, 2))
+        tensor([[0, 1],
+                [2, 3],
+                [4, 5]])
+    """
     return reshape(
         check_tensor(input, "reshape_as"), tuple(check_tensor(other, "reshape_as", "other").shape)
     )
 
 
 def narrow(input, dim: int, start, length: int):
-    """The view of ``input`` at ``start:start + length`` along ``dim``.
+    """The slice ``start:start + length`` of ``input`` along ``dim``, as a view
+    (``torch.narrow``).
+
+    Args:
+        input: the tensor, at least 1-d.
+        dim: the dimension to slice (negative counts from the end).
+        start: the first index, in ``[-size, size]``; negative counts from the end. An int
+            or a 1-element integer tensor.
+        length: the number of elements kept, ``start + length <= size``.
+
+    Returns:
+        A view of ``input``; its gradient is scattered back into zeros of ``input``'s shape.
 
     Raises:
         IndexError: for a 0-d input, a bad ``dim`` or ``start`` out of range.
         RuntimeError: for a negative ``length`` or one running past the end.
+
+    Example:
+        >>> nnkit.tensor([[1, 2, 3], [4, 5, 6]]).narrow(1, 1, 2)
+        tensor([[2, 3],
+                [5, 6]])
     """
     check_tensor(input, "narrow")
     if input.ndim == 0:
@@ -159,10 +198,23 @@ def narrow(input, dim: int, start, length: int):
 
 
 def select(input, dim: int, index):
-    """The view of ``input`` at ``index`` along ``dim`` (that dimension removed).
+    """The slice of ``input`` at ``index`` along ``dim``, that dimension removed: a view
+    (``torch.select``; ``x.select(1, i)`` is ``x[:, i]``).
+
+    Args:
+        input: the tensor, at least 1-d.
+        dim: the dimension to index (negative counts from the end).
+        index: the index, in ``[-size, size)``; an int or a 1-element integer tensor.
+
+    Returns:
+        A view with one dimension less; its gradient is scattered back into zeros.
 
     Raises:
         IndexError: for a 0-d input, a bad ``dim`` or ``index`` out of range.
+
+    Example:
+        >>> nnkit.tensor([[1, 2, 3], [4, 5, 6]]).select(1, -1)
+        tensor([3, 6])
     """
     check_tensor(input, "select")
     if input.ndim == 0:
@@ -178,92 +230,24 @@ def select(input, dim: int, index):
     return getitem(input, (slice(None),) * d + (index % n,))
 
 
-def tensor_split(input, indices_or_sections, dim: int = 0):
-    """Split ``input`` along ``dim`` into views: ``n`` nearly equal parts for an int (the
-    first ``size % n`` one longer), or at the given indices for a sequence (a 0-d or 1-d
-    integer tensor counts as either).
-
-    Raises:
-        RuntimeError: for a 0-d input or a non-positive number of sections.
-    """
-    from nnkit.autograd.tensor import Tensor
-
-    check_tensor(input, "tensor_split")
-    if input.ndim == 0:
-        raise RuntimeError(
-            "tensor_split: expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
-        )
-    d = wrap_dim(dim, input.ndim, "tensor_split")
-    ios = indices_or_sections
-    if isinstance(ios, Tensor):
-        if ios.dtype.is_floating_point or ios.ndim > 1:
-            raise TypeError(
-                "tensor_split: indices_or_sections must be a 0-d or 1-d integer "
-                f"tensor, got a {ios.ndim}-d {ios.dtype} tensor"
-            )
-        ios = ios.item() if ios.ndim == 0 else ios.tolist()
-    pre = (slice(None),) * d
-    if isinstance(ios, (list, tuple)):
-        bounds = [0] + [_int(i, "tensor_split", "indices_or_sections") for i in ios] + [None]
-        return tuple(getitem(input, pre + (slice(a, b),)) for a, b in zip(bounds, bounds[1:]))
-    sections = _int(ios, "tensor_split", "indices_or_sections")
-    if sections <= 0:
-        raise RuntimeError(
-            f"tensor_split: number of sections must be larger than 0, got {sections}"
-        )
-    n = input.shape[d]
-    small, extra = divmod(n, sections)
-    out, start = [], 0
-    for k in range(sections):
-        size = small + (k < extra)
-        out.append(getitem(input, pre + (slice(start, start + size),)))
-        start += size
-    return tuple(out)
-
-
-def _atleast(x, nd, op, k):
-    check_tensor(x, op, f"tensors[{k}]")
-    if x.ndim >= nd:
-        return x
-    if nd == 3 and x.ndim == 2:
-        return reshape(x, x.shape + (1,))
-    if nd == 3:
-        return reshape(x, (1, x.numel(), 1))
-    return reshape(x, (1,) * (nd - x.ndim) + x.shape)
-
-
-def _tensor_list(tensors, op):
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op}: expects a non-empty TensorList")
-    return tensors
-
-
-def hstack(tensors):
-    """Stack tensors column-wise: ``cat`` along dim 1 (dim 0 for 1-d tensors)."""
-    ts = [_atleast(x, 1, "hstack", k) for k, x in enumerate(_tensor_list(tensors, "hstack"))]
-    return cat(ts, 0 if ts[0].ndim == 1 else 1)
-
-
-def vstack(tensors):
-    """Stack tensors row-wise: 1-d tensors become rows, then ``cat`` along dim 0."""
-    return cat(
-        [_atleast(x, 2, "vstack", k) for k, x in enumerate(_tensor_list(tensors, "vstack"))], 0
-    )
-
-
-def dstack(tensors):
-    """Stack tensors depth-wise: each made at least 3-d, then ``cat`` along dim 2."""
-    return cat(
-        [_atleast(x, 3, "dstack", k) for k, x in enumerate(_tensor_list(tensors, "dstack"))], 2
-    )
-
-
 def moveaxis(input, source, destination):
-    """Move dimension(s) ``source`` to ``destination`` (ints or sequences): a view.
+    """Move dimension(s) ``source`` to position(s) ``destination``, the other dimensions
+    keeping their order (as ``torch.moveaxis``, NumPy's name of :func:`movedim`).
+
+    Args:
+        input: the tensor.
+        source: an int or a sequence of distinct dimensions (negative count from the end).
+        destination: as many distinct positions in the result.
+
+    Returns:
+        A view of ``input`` (a permutation of its dimensions).
 
     Raises:
         RuntimeError: if the sequences differ in length or repeat a dimension.
+
+    Example:
+        >>> nnkit.zeros(2, 3, 4).moveaxis((0, 1), (-1, -2)).shape
+        (4, 3, 2)
     """
     check_tensor(input, "moveaxis")
     src, dst = _dims(source, "moveaxis", "source"), _dims(destination, "moveaxis", "destination")
@@ -289,13 +273,87 @@ def moveaxis(input, source, destination):
     return permute(input, tuple(order))
 
 
-# --------------------------------------------------------------------- copies
+def movedim(x, source, destination):
+    """Move dimension(s) ``source`` to position(s) ``destination``, the other dimensions
+    keeping their order (as ``torch.movedim``; the same as :func:`moveaxis`).
+
+    Args:
+        x: the tensor.
+        source: an int or a sequence of distinct dimensions (negative count from the end).
+        destination: as many distinct positions in the result.
+
+    Returns:
+        A view of ``x``; its gradient is permuted back.
+
+    Example:
+        >>> nnkit.zeros(2, 3, 4).movedim(0, -1).shape
+        (3, 4, 2)
+    """
+    if not (isinstance(source, int) and isinstance(destination, int)):
+        return moveaxis(x, source, destination)
+    s, d = wrap_dim(source, x.ndim, "movedim"), wrap_dim(destination, x.ndim, "movedim")
+    dims = [k for k in range(x.ndim) if k != s]
+    dims.insert(d, s)
+    return permute(x, tuple(dims))
+
+
+# ------------------------------------------------------------ rearrangements
+class Flip(Op):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return x.flip(dims)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return flip(grad_output, ctx.dims), None
+
+
+def flip(x, dims):
+    """Reverse the order of elements along ``dims``.
+
+    As ``torch.flip``, the result is a copy (not a view as NumPy's ``flip``): writes
+    into it do not show in ``x``.
+
+    Args:
+        x: the tensor.
+        dims: an int or a sequence of distinct dimensions (negative count from the end).
+
+    Returns:
+        A new tensor (a copy) of ``x``'s shape; its gradient is flipped back.
+
+    Example:
+        >>> nnkit.tensor([[1, 2, 3], [4, 5, 6]]).flip(1)
+        tensor([[3, 2, 1],
+                [6, 5, 4]])
+    """
+    dims = norm_dims(dims if isinstance(dims, (list, tuple)) else (dims,), x.ndim, "flip")
+    return Flip.apply(x, dims if x.ndim else ())
+
+
 def roll(input, shifts, dims=None):
-    """Roll ``input`` along ``dims`` by ``shifts`` (the flattened tensor when ``dims`` is
-    None); elements leaving one end come back at the other. A copy.
+    """Roll ``input`` along ``dims`` by ``shifts``: elements leaving one end come back at
+    the other (as ``torch.roll``).
+
+    Args:
+        input: the tensor.
+        shifts: an int or a sequence of ints, one per dimension in ``dims``; positive
+            shifts move elements towards higher indices.
+        dims: an int, a sequence of dimensions, or ``None`` (default) to roll the
+            flattened tensor and restore its shape.
+
+    Returns:
+        A new tensor (a copy) of ``input``'s shape; its gradient is rolled back.
 
     Raises:
         RuntimeError: if ``shifts`` and ``dims`` differ in length.
+
+    Example:
+        >>> nnkit.roll(nnkit.arange(5), 2)
+        tensor([3, 4, 0, 1, 2])
+        >>> nnkit.roll(nnkit.tensor([[1, 2, 3], [4, 5, 6]]), (1, -1), (0, 1))
+        tensor([[5, 6, 4],
+                [2, 3, 1]])
     """
     check_tensor(input, "roll")
     shifts = _dims(shifts, "roll", "shifts")
@@ -319,22 +377,26 @@ def roll(input, shifts, dims=None):
     return clone(input) if out is input else out
 
 
-def tile(input, dims):
-    """Repeat ``input`` ``dims[k]`` times along dimension ``k``; ``dims`` shorter than the
-    tensor's dimensions is padded with ones at the front."""
-    check_tensor(input, "tile")
-    reps = _dims(dims, "tile", "dims")
-    reps = (1,) * (input.ndim - len(reps)) + reps
-    return repeat(input, reps)
-
-
 def rot90(input, k: int = 1, dims=(0, 1)):
     """Rotate ``input`` by 90 degrees ``k`` times in the plane of ``dims``, from the first
-    towards the second dimension. A copy.
+    towards the second dimension (as ``torch.rot90``; counter-clockwise for a matrix).
+
+    Args:
+        input: a tensor of at least 2 dimensions.
+        k: the number of quarter turns (default 1); negative turns the other way.
+        dims: the two different dimensions spanning the plane (default ``(0, 1)``).
+
+    Returns:
+        A new tensor (a copy); its gradient is rotated back.
 
     Raises:
-        RuntimeError: unless ``dims`` names two different dimensions of a tensor with at
-            least 2 dimensions.
+        RuntimeError: unless ``dims`` names two different dimensions of a tensor with
+            at least 2 dimensions.
+
+    Example:
+        >>> nnkit.rot90(nnkit.tensor([[1, 2], [3, 4]]))
+        tensor([[2, 4],
+                [1, 3]])
     """
     check_tensor(input, "rot90")
     dims = _dims(dims, "rot90", "dims")
@@ -350,154 +412,42 @@ def rot90(input, k: int = 1, dims=(0, 1)):
         )
     k = _int(k, "rot90", "k") % 4
     if k == 1:
-        return transpose(clone(flip(input, b)), a, b)
+        return transpose(flip(input, b), a, b)
     if k == 2:
-        return clone(flip(input, (a, b)))
+        return flip(input, (a, b))
     if k == 3:
-        return transpose(clone(flip(input, a)), a, b)
+        return transpose(flip(input, a), a, b)
     return clone(input)
 
 
-# ------------------------------------------------------------------ diagonals
-def _diag_mat(m, offset, d1, d2):
-    """The diagonal of Mat ``m`` over dims ``d1``/``d2`` as a strided view, the diagonal
-    last (torch's layout)."""
-    idx = [slice(None)] * m.ndim
-    if offset >= 0:
-        idx[d2] = slice(offset, None)
-    else:
-        idx[d1] = slice(-offset, None)
-    v = m.getitem(tuple(idx))
-    n = min(v.shape[d1], v.shape[d2])
-    st = v.strides
-    keep = [k for k in range(m.ndim) if k not in (d1, d2)]
-    return v.as_strided(
-        tuple(v.shape[k] for k in keep) + (n,), tuple(st[k] for k in keep) + (st[d1] + st[d2],)
-    )
-
-
-class Diagonal(Op):
-    _view_op = True  # the output views the input's memory
-
-    @staticmethod
-    def forward(ctx, x, offset, d1, d2):
-        ctx.in_shape = x.shape
-        ctx.args = (offset, d1, d2)
-        return _diag_mat(x, offset, d1, d2)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return DiagScatter.apply(grad_output, ctx.in_shape, *ctx.args), None, None, None
-
-
-class DiagScatter(Op):
-    """Zeros of ``shape`` with ``values`` (diagonal last) on the diagonal over ``d1``/``d2``
-    at ``offset``: the adjoint of :class:`Diagonal` (and ``diag_embed``)."""
-
-    @staticmethod
-    def forward(ctx, values, shape, offset, d1, d2):
-        ctx.args = (offset, d1, d2)
-        out = type(values).zeros(shape, values.dtype)
-        _diag_mat(out, offset, d1, d2).copy_(values)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return Diagonal.apply(grad_output, *ctx.args), None, None, None, None
-
-
-def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    """The diagonal of ``input`` over ``dim1``/``dim2`` (above it for ``offset > 0``,
-    below for ``offset < 0``), as a view with the diagonal as the last dimension.
-
-    Raises:
-        RuntimeError: if ``dim1`` and ``dim2`` name the same dimension.
-    """
-    check_tensor(input, "diagonal")
-    d1, d2 = wrap_dim(dim1, input.ndim, "diagonal"), wrap_dim(dim2, input.ndim, "diagonal")
-    if d1 == d2:
-        raise RuntimeError(f"diagonal: diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return Diagonal.apply(input, _int(offset, "diagonal", "offset"), d1, d2)
-
-
-def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
-    """A tensor whose diagonals over ``dim1``/``dim2`` (at ``offset``) hold the last
-    dimension of ``input``; zeros elsewhere.
-
-    Raises:
-        RuntimeError: for a 0-d input or equal ``dim1``/``dim2``.
-    """
-    check_tensor(input, "diag_embed")
-    if input.ndim == 0:
-        raise RuntimeError("diag_embed: expected a tensor with at least 1 dimension")
-    nd = input.ndim + 1
-    d1, d2 = wrap_dim(dim1, nd, "diag_embed"), wrap_dim(dim2, nd, "diag_embed")
-    if d1 == d2:
-        raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
-    offset = _int(offset, "diag_embed", "offset")
-    n = input.shape[-1] + abs(offset)
-    rest = iter(input.shape[:-1])
-    shape = tuple(n if k in (d1, d2) else next(rest) for k in range(nd))
-    return DiagScatter.apply(input, shape, offset, d1, d2)
-
-
-def diag(input, diagonal: int = 0):
-    """For a 1-d input, the square matrix with it on diagonal ``diagonal``; for a 2-d
-    input, a copy of that diagonal.
-
-    Raises:
-        RuntimeError: for inputs that are not 1-d or 2-d.
-    """
-    check_tensor(input, "diag")
-    if input.ndim == 1:
-        return diag_embed(input, diagonal, 0, 1)
-    if input.ndim == 2:
-        return clone(Diagonal.apply(input, _int(diagonal, "diag", "diagonal"), 0, 1))
-    raise RuntimeError(f"diag: supports 1D or 2D tensors, got {input.ndim}D")
-
-
-def trace(input):
-    """The sum of the main diagonal of a 2-d ``input``."""
-    check_tensor(input, "trace")
-    if input.ndim != 2:
-        raise RuntimeError(
-            f"trace: expected a matrix, but got a tensor with {input.ndim} dimensions"
-        )
-    return Diagonal.apply(input, 0, 0, 1).sum()
-
-
-def _tri_indices(row, col, offset, dtype, device, op, lower):
-    from nnkit.autograd.factories import arange
-    from nnkit.backends import dtypes as _dt
-
-    row, col, offset = _int(row, op, "row"), _int(col, op, "col"), _int(offset, op, "offset")
-    if row < 0 or col < 0:
-        raise RuntimeError(f"{op}: row and col must be non-negative, got {row} and {col}")
-    r = arange(row, dtype=_dt.int64, device=device).unsqueeze(1)
-    c = arange(col, dtype=_dt.int64, device=device).unsqueeze(0)
-    mask = (c - r <= offset) if lower else (c - r >= offset)
-    out = stack(nonzero(mask, as_tuple=True), 0)
-    return out if dtype is None else out.to(dtype)
-
-
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None):
-    """The (2, N) int64 coordinates of the lower triangle of a ``row`` x ``col`` matrix
-    (with diagonal ``offset``), row by row."""
-    return _tri_indices(row, col, offset, dtype, device, "tril_indices", True)
-
-
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None):
-    """The (2, N) int64 coordinates of the upper triangle, as :func:`tril_indices`."""
-    return _tri_indices(row, col, offset, dtype, device, "triu_indices", False)
-
-
 def meshgrid(*tensors, indexing: str = "ij"):
-    """Coordinate grids from 0-d or 1-d tensors, as broadcast views (``indexing='ij'``:
-    matrix indexing; ``'xy'``: the first two dimensions swapped, Cartesian indexing).
+    """Coordinate grids from 0-d or 1-d tensors (as ``torch.meshgrid``).
+
+    With ``N`` inputs of sizes ``n1, ..., nN`` each result has shape ``(n1, ..., nN)``
+    (``indexing="ij"``) and holds input ``k``'s values along dimension ``k``; ``"xy"``
+    swaps the first two dimensions (Cartesian indexing, as NumPy's default).
+
+    Args:
+        *tensors: the coordinate tensors (or one list of them), of the same dtype.
+        indexing: ``"ij"`` (default; PyTorch's default, which it warns about) or ``"xy"``.
+
+    Returns:
+        A tuple of broadcast views of the inputs (read-only: clone them to write).
 
     Raises:
-        RuntimeError: for an empty list, an input of more than 1 dimension, differing
-            dtypes, or an unknown ``indexing``.
+        RuntimeError: for no input, an input of more than 1 dimension, differing dtypes
+            or an unknown ``indexing``.
+
+    Example:
+        >>> xs, ys = nnkit.meshgrid(nnkit.tensor([1, 2, 3]), nnkit.tensor([4, 5]))
+        >>> xs
+        tensor([[1, 1],
+                [2, 2],
+                [3, 3]])
+        >>> ys
+        tensor([[4, 5],
+                [4, 5],
+                [4, 5]])
     """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])

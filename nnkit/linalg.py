@@ -1,0 +1,68 @@
+"""``nnkit.linalg``: linear algebra under ``torch.linalg``'s names.
+
+Decompositions and solves live with their Ops in ``nnkit/autograd/ops/decomp.py``, the
+norms and composite routines in ``nnkit/autograd/ops/linalg_more.py``; this module only
+re-exports them. ``matmul`` is the same as ``nnkit.matmul``.
+"""
+
+from __future__ import annotations
+
+from nnkit.autograd.ops.decomp import (
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    slogdet,
+    solve,
+    svdvals,
+)
+from nnkit.autograd.ops.linalg import matmul
+from nnkit.autograd.ops.linalg_more import (
+    cholesky_ex,
+    cond,
+    cross,
+    diagonal,
+    inv_ex,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    norm,
+    solve_ex,
+    solve_triangular,
+    tensorinv,
+    tensorsolve,
+    vander,
+    vecdot,
+    vector_norm,
+)
+
+__all__ = [
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "inv_ex",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "slogdet",
+    "solve",
+    "solve_ex",
+    "solve_triangular",
+    "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
+    "vector_norm",
+]
