@@ -38,8 +38,8 @@ class CSVLogger(Callback):
         >>> with open(path) as f:
         ...     print(f.read().strip())
         epoch,loss,val_loss
-        0,1.019088864326477,1.9789807796478271
-        1,1.0107213258743286,1.9691059589385986
+        0,1.0190...,1.9789...
+        1,1.0107...,1.9691...
     """
 
     rank_zero_only = True  # one process writes the file in a data-parallel fit

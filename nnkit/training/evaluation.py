@@ -58,9 +58,9 @@ class Evaluation:
             >>> model.compile("adam", "cross_entropy", metrics=["accuracy"], lr=0.01)
             >>> _ = model.fit(x, y, epochs=5, batch_size=16, verbose=0)
             >>> model.evaluate(x, y, verbose=0, return_dict=True)
-            {'loss': 0.32773973047733307, 'accuracy': 0.859375}
+            {'loss': 0.327..., 'accuracy': 0.859375}
             >>> model.evaluate(x, y, verbose=0)       # Keras's default: [loss, metrics...]
-            [0.32773973047733307, 0.859375]
+            [0.327..., 0.859375]
         """
         self._require_compiled("evaluate")
         loader = da.make_loader(
