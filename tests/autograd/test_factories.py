@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 import nnkit
+
+torch = pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 
 import nnkit
 import nnkit.nn as nn
 import nnkit.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
 
 # Kinks included: -3 / 3 (hardswish, hardsigmoid), 0, 6 (relu6), 1.5 and -1.5.
 DATA = [-3.0, -1.5, -0.5, 0.0, 0.75, 1.5, 3.0, 6.0]

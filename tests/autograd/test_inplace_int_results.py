@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 import nnkit
+
+torch = pytest.importorskip("torch")
 
 OPS = {
     "sqrt_": lambda t: t.sqrt_(),

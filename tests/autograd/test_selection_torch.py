@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import nnkit
+
+torch = pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(
