@@ -33,6 +33,7 @@ from nnkit.layers.activation_more import SELU, Hardtanh, ReLU6, RReLU
 from nnkit.layers.attention import MultiheadAttention, TransformerEncoderLayer
 from nnkit.layers.container import ModuleDict, ModuleList
 from nnkit.layers.conv import Conv1d, Conv2d
+from nnkit.layers.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nnkit.layers.dropout import Dropout
 from nnkit.layers.embedding import Embedding
 from nnkit.layers.input_layer import Input, InputLayer
@@ -46,6 +47,19 @@ from nnkit.layers.loss import (
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+)
+from nnkit.layers.loss_more import (
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from nnkit.layers.merge import (
     Add,
@@ -67,9 +81,31 @@ from nnkit.layers.merge import (
 )
 from nnkit.layers.module import Module, NotBuiltError, Parameter
 from nnkit.layers.naming import clear_session
+from nnkit.layers.norm_more import (
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
+)
 from nnkit.layers.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nnkit.layers.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from nnkit.layers.recurrent import GRU, LSTM, RNN
+from nnkit.layers.shape_more import (
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool3d,
+    Bilinear,
+    ChannelShuffle,
+    CosineSimilarity,
+    MaxPool3d,
+    PairwiseDistance,
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+)
 from nnkit.layers.symbolic import KerasTensor
 
 __all__ = [
@@ -150,4 +186,36 @@ __all__ = [
     "maximum",
     "minimum",
     "dot",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "KLDivLoss",
+    "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "CosineEmbeddingLoss",
+    "MarginRankingLoss",
+    "HingeEmbeddingLoss",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "PoissonNLLLoss",
+    "GaussianNLLLoss",
+    "RMSNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LocalResponseNorm",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "Upsample",
+    "ChannelShuffle",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "MaxPool3d",
+    "AvgPool3d",
+    "AdaptiveAvgPool3d",
+    "CosineSimilarity",
+    "PairwiseDistance",
+    "Bilinear",
 ]
