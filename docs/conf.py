@@ -125,5 +125,7 @@ nnkit_api_family_titles = {
     "loss_fused": "Fused cross-entropy",
     "nn_extra": "Shuffles, more norms, bilinear",
     "pool3d": "3-d pooling",
+    "pool_more": "Power-average pooling and max unpooling",
+    "random_ops": "Random sampling",
     "special_more": "More special functions",
 }

@@ -1,6 +1,7 @@
 """``nnkit.linalg``: linear algebra under ``torch.linalg``'s names.
 
-Decompositions and solves live with their Ops in ``nnkit/autograd/ops/decomp.py``, the
+Decompositions and solves live with their Ops in ``nnkit/autograd/ops/decomp.py`` (``qr``,
+``svd``, ``pinv`` and ``lstsq`` in ``decomp_more.py``), the
 norms and composite routines in ``nnkit/autograd/ops/linalg_more.py``; this module only
 re-exports them. ``matmul`` is the same as ``nnkit.matmul``.
 """
@@ -17,6 +18,7 @@ from nnkit.autograd.ops.decomp import (
     solve,
     svdvals,
 )
+from nnkit.autograd.ops.decomp_more import lstsq, pinv, qr, svd
 from nnkit.autograd.ops.linalg import matmul
 from nnkit.autograd.ops.linalg_more import (
     cholesky_ex,
@@ -49,16 +51,20 @@ __all__ = [
     "eigvalsh",
     "inv",
     "inv_ex",
+    "lstsq",
     "matmul",
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
     "multi_dot",
     "norm",
+    "pinv",
+    "qr",
     "slogdet",
     "solve",
     "solve_ex",
     "solve_triangular",
+    "svd",
     "svdvals",
     "tensorinv",
     "tensorsolve",

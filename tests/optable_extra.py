@@ -1,7 +1,8 @@
 """Op-table rows for the ops added against PyTorch's OpInfo database (see tests/opspec.py):
 ``ops/pointwise.py``, ``arrange.py``, ``distance.py``, ``loss_extra.py``, ``nn_extra.py``,
 ``decomp.py``, ``linalg_more.py``, ``index_write.py``, ``special_more.py``, ``pool3d.py``,
-``interpolate.py``, ``conv_transpose.py``, ``adaptive_max.py``.
+``interpolate.py``, ``conv_transpose.py``, ``adaptive_max.py``, ``pool_more.py``,
+``decomp_more.py``, ``fold.py``.
 
 Each row gets gradcheck (and gradgradcheck) on float64 samples kept away from kinks,
 ties and singular matrices; values are compared with torch's on its own samples in
@@ -150,6 +151,24 @@ row("adaptive_max_pool1d", lambda a: F.adaptive_max_pool1d(a, 3), one((distinct,
 row("adaptive_max_pool2d", lambda a: F.adaptive_max_pool2d(a, (2, 3)), one((distinct, 2, 4, 5)))
 row("adaptive_max_pool3d", lambda a: F.adaptive_max_pool3d(a, 2), one((distinct, 1, 3, 3, 3)))
 
+# ------------------------------------------------------------- pool_more.py
+row("lp_pool1d", lambda a: F.lp_pool1d(a, 2, 2), one((rn, 2, 3, 6)))
+row("lp_pool1d_p3", lambda a: F.lp_pool1d(a, 3, 3, stride=2), one((pos, 1, 2, 7)))
+row("lp_pool2d", lambda a: F.lp_pool2d(a, 2, (2, 3), stride=1), one((rn, 2, 2, 4, 5)))
+row("lp_pool2d_ceil", lambda a: F.lp_pool2d(a, 1.5, 2, ceil_mode=True), one((pos, 1, 5, 5)))
+_UNPOOL1 = [[[1, 2, 5]], [[0, 3, 4]]]
+_UNPOOL2 = [[[[0, 3], [9, 14]], [[5, 6], [8, 15]]]]
+row(
+    "max_unpool1d",
+    lambda a: F.max_unpool1d(a, nnkit.tensor(_UNPOOL1, device=a.device), 2),
+    one((rn, 2, 1, 3)),
+)
+row(
+    "max_unpool2d",
+    lambda a: F.max_unpool2d(a, nnkit.tensor(_UNPOOL2, device=a.device), 2, output_size=(5, 4)),
+    one((rn, 1, 2, 2, 2)),
+)
+
 # ---------------------------------------------------------- decomp / linalg
 L = nnkit.linalg
 row("linalg.inv", lambda a: L.inv(spd(a)), one((rn, 2, 3, 3)))
@@ -179,6 +198,31 @@ row(
 )
 row("cholesky_inverse", lambda a: nnkit.cholesky_inverse(L.cholesky(spd(a))), one((rn, 3, 3)))
 row("logdet", lambda a: nnkit.logdet(spd(a)), one((rn, 3, 3)))
+
+
+# ------------------------------------------------ decomp_more.py / fold.py
+def _qr_inv(q, r):
+    """A function of ``Q, R`` that does not depend on LAPACK's sign choices."""
+    return q.abs().sum(-2) + (r * r).sum(-1)
+
+
+def _svd_inv(u, s, vh):
+    return (u.abs() * s.unsqueeze(-2)) @ vh.abs()
+
+
+row("linalg.qr", lambda a: _qr_inv(*L.qr(a)), one((rn, 2, 4, 3)))
+row("linalg.qr_wide", lambda a: _qr_inv(*L.qr(a)), one((rn, 3, 5)))
+row("linalg.svd", lambda a: _svd_inv(*L.svd(a, full_matrices=False)), one((rn, 2, 4, 3)))
+row("linalg.svd_wide", lambda a: _svd_inv(*L.svd(a, full_matrices=False)), one((rn, 3, 4)))
+row("linalg.pinv", L.pinv, one((rn, 2, 4, 3)), ref=np.linalg.pinv)
+row("linalg.pinv_hermitian", lambda a: L.pinv(spd(a), hermitian=True), one((rn, 3, 3)))
+row("linalg.lstsq", lambda a, b: L.lstsq(a, b).solution, one((rn, 4, 3), (rn, 4, 2)))
+row(
+    "unfold",
+    lambda a: F.unfold(a, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+    one((rn, 2, 2, 5, 6)),
+)
+row("fold", lambda a: F.fold(a, (4, 5), 2), one((rn, 1, 8, 12)))
 
 # -------------------------------------------------------------- scatter.py
 _mask = np.asarray([True, False, True])

@@ -10,7 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LinAlgFailure", "inv", "det", "slogdet", "solve", "cholesky", "eigh", "svd"]
+__all__ = [
+    "LinAlgFailure",
+    "inv",
+    "det",
+    "slogdet",
+    "solve",
+    "cholesky",
+    "eigh",
+    "svd",
+    "svd_full",
+    "qr",
+    "pinv",
+]
 
 
 class LinAlgFailure(RuntimeError):
@@ -65,3 +77,35 @@ def svd(a):
     """``U, S, Vh`` of the reduced SVD."""
     u, s, vh = _call("linalg.svd", lambda m: a.xp.linalg.svd(m, full_matrices=False), a.array)
     return a._new(u), a._new(s), a._new(vh)
+
+
+def svd_full(a):
+    """``U, S, Vh`` of the full SVD (square ``U`` and ``Vh``)."""
+    u, s, vh = _call("linalg.svd", lambda m: a.xp.linalg.svd(m, full_matrices=True), a.array)
+    return a._new(u), a._new(s), a._new(vh)
+
+
+def qr(a, mode="reduced"):
+    """``Q, R`` of the QR decomposition (``mode``: ``"reduced"`` or ``"complete"``)."""
+    q, r = _call("linalg.qr", lambda m: a.xp.linalg.qr(m, mode=mode), a.array)
+    return a._new(q), a._new(r)
+
+
+def pinv(a, atol, rtol, hermitian):
+    """Pseudo-inverse; singular values at or below ``max(atol, rtol * smax)`` count as 0
+    (``atol`` and ``rtol`` are floats or Mats that broadcast over the batch)."""
+    xp = a.xp
+    arr = a.array
+    at = 0.0 if atol is None else (atol.array if hasattr(atol, "array") else atol)
+    rt = rtol.array if hasattr(rtol, "array") else rtol
+    if hermitian:
+        w, v = _call("linalg.pinv", xp.linalg.eigh, arr)
+        s, u, vt = xp.abs(w), v * xp.sign(w)[..., None, :], xp.swapaxes(v, -1, -2)
+    else:
+        u, s, vt = _call("linalg.pinv", lambda m: xp.linalg.svd(m, full_matrices=False), arr)
+    smax = s.max(axis=-1) if s.shape[-1] else xp.zeros(s.shape[:-1], dtype=s.dtype)
+    cut = xp.maximum(xp.asarray(at, dtype=s.dtype), xp.asarray(rt, dtype=s.dtype) * smax)
+    keep = s > cut[..., None]
+    sinv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0).astype(s.dtype)
+    out = xp.swapaxes(vt, -1, -2) @ (sinv[..., :, None] * xp.swapaxes(u, -1, -2))
+    return a._new(out.astype(arr.dtype))

@@ -36,6 +36,7 @@ from nnkit.layers.conv import Conv1d, Conv2d
 from nnkit.layers.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nnkit.layers.dropout import Dropout
 from nnkit.layers.embedding import Embedding
+from nnkit.layers.fold import Fold, Unfold
 from nnkit.layers.input_layer import Input, InputLayer
 from nnkit.layers.linear import Dense, Flatten, Identity, Linear
 from nnkit.layers.loss import (
@@ -90,6 +91,7 @@ from nnkit.layers.norm_more import (
 )
 from nnkit.layers.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nnkit.layers.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from nnkit.layers.pool_more import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d
 from nnkit.layers.recurrent import GRU, LSTM, RNN
 from nnkit.layers.shape_more import (
     AdaptiveAvgPool3d,
@@ -118,6 +120,8 @@ __all__ = [
     "Dense",
     "Identity",
     "Flatten",
+    "Fold",
+    "Unfold",
     "Conv1d",
     "Conv2d",
     "MaxPool2d",
@@ -208,6 +212,10 @@ __all__ = [
     "PixelShuffle",
     "PixelUnshuffle",
     "Upsample",
+    "LPPool1d",
+    "LPPool2d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
     "ChannelShuffle",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",

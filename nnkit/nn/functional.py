@@ -63,6 +63,7 @@ from nnkit.autograd.ops.attention import scaled_dot_product_attention
 from nnkit.autograd.ops.conv import conv1d, conv2d, conv3d
 from nnkit.autograd.ops.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
 from nnkit.autograd.ops.distance import cosine_similarity, pairwise_distance, pdist
+from nnkit.autograd.ops.fold import fold, unfold
 from nnkit.autograd.ops.interpolate import interpolate, upsample_bilinear, upsample_nearest
 from nnkit.autograd.ops.loss import (
     binary_cross_entropy,
@@ -115,6 +116,13 @@ from nnkit.autograd.ops.pool import (
     max_pool2d,
 )
 from nnkit.autograd.ops.pool3d import adaptive_avg_pool3d, avg_pool3d, max_pool3d
+from nnkit.autograd.ops.pool_more import (
+    lp_pool1d,
+    lp_pool2d,
+    max_unpool1d,
+    max_unpool2d,
+    upsample,
+)
 
 __all__ = [
     # activations
@@ -176,6 +184,8 @@ __all__ = [
     "embedding",
     "one_hot",
     "pad",
+    "unfold",
+    "fold",
     # attention
     "scaled_dot_product_attention",
     # losses
@@ -219,6 +229,12 @@ __all__ = [
     "interpolate",
     "upsample_nearest",
     "upsample_bilinear",
+    "upsample",
+    # power-average pooling and max unpooling
+    "lp_pool1d",
+    "lp_pool2d",
+    "max_unpool1d",
+    "max_unpool2d",
     # transposed convolutions
     "conv_transpose1d",
     "conv_transpose2d",

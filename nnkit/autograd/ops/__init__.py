@@ -34,6 +34,8 @@ from nnkit.autograd.ops.binary_math import __all__ as _bm
 from nnkit.autograd.ops.counting import *  # noqa: F401,F403
 from nnkit.autograd.ops.counting import NOT_METHODS as _ct_functions
 from nnkit.autograd.ops.counting import __all__ as _ct
+from nnkit.autograd.ops.decomp_legacy import *  # noqa: F401,F403
+from nnkit.autograd.ops.decomp_legacy import __all__ as _dl
 from nnkit.autograd.ops.diagonals import *  # noqa: F401,F403
 from nnkit.autograd.ops.diagonals import NOT_METHODS as _dg_functions
 from nnkit.autograd.ops.diagonals import __all__ as _dg
@@ -68,6 +70,9 @@ from nnkit.autograd.ops.ordering import __all__ as _od
 from nnkit.autograd.ops.pointwise import *  # noqa: F401,F403
 from nnkit.autograd.ops.pointwise import NOT_METHODS as _pw_functions
 from nnkit.autograd.ops.pointwise import __all__ as _pw
+from nnkit.autograd.ops.random_ops import *  # noqa: F401,F403
+from nnkit.autograd.ops.random_ops import NOT_METHODS as _ro_functions
+from nnkit.autograd.ops.random_ops import __all__ as _ro
 from nnkit.autograd.ops.reduction import *  # noqa: F401,F403
 from nnkit.autograd.ops.reduction import __all__ as _rd
 from nnkit.autograd.ops.scan import *  # noqa: F401,F403
@@ -114,6 +119,8 @@ __all__ = sorted(
     | set(_lm)
     | set(_sc2)
     | set(_ct)
+    | set(_ro)
+    | set(_dl)
 )
 
 # Functions whose first argument is the tensor, installed as Tensor methods.
@@ -144,6 +151,7 @@ TENSOR_METHODS = sorted(
         - _jn_functions
         - _sp_functions
         - _sc_functions
+        - _ro_functions
     )
     | {
         "to",
