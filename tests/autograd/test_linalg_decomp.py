@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import nnkit
 import nnkit.nn as nn
 import nnkit.nn.functional as F
+
+torch = pytest.importorskip("torch")
 
 L = nnkit.linalg
 SHAPES = [(4, 3), (3, 3), (3, 5), (2, 4, 3), (2, 3, 5)]

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import nnkit
 import nnkit.nn.functional as F
 from nnkit import nn
+
+torch = pytest.importorskip("torch")
 
 
 def _np(t):
