@@ -22,6 +22,23 @@ def _ntuple(value, n: int, name: str, layer: str) -> tuple:
     return values
 
 
+def check_channels(name: str, in_channels, out_channels, groups) -> None:
+    """Refuse channel counts and groups that are not positive ints dividing both counts."""
+    for arg, value in (
+        ("in_channels", in_channels),
+        ("out_channels", out_channels),
+        ("groups", groups),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name}: {arg} must be a positive integer. Received: {arg}={value!r}")
+    if in_channels % groups or out_channels % groups:
+        raise ValueError(
+            f"{name}: in_channels and out_channels must be divisible by groups. "
+            f"Received: in_channels={in_channels}, out_channels={out_channels}, "
+            f"groups={groups}"
+        )
+
+
 class _ConvNd(Module):
     """Shared construction of N-d convolutions (weight ``(out, in/groups, *kernel)``)."""
 
@@ -44,21 +61,7 @@ class _ConvNd(Module):
     ) -> None:
         super().__init__()
         name, nd = type(self).__name__, self._nd
-        for arg, value in (
-            ("in_channels", in_channels),
-            ("out_channels", out_channels),
-            ("groups", groups),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"{name}: {arg} must be a positive integer. Received: {arg}={value!r}"
-                )
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{name}: in_channels and out_channels must be divisible by "
-                f"groups. Received: in_channels={in_channels}, "
-                f"out_channels={out_channels}, groups={groups}"
-            )
+        check_channels(name, in_channels, out_channels, groups)
         if padding_mode not in _PADDING_MODES:
             raise ValueError(
                 f"{name}: padding_mode must be one of {_PADDING_MODES}. "

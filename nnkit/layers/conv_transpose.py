@@ -10,7 +10,7 @@ from nnkit.autograd.ops.conv_transpose import (
 )
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import initializers as init
-from nnkit.layers.conv import _ntuple
+from nnkit.layers.conv import _ntuple, check_channels
 from nnkit.layers.module import Module, Parameter
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -40,21 +40,7 @@ class _ConvTransposeNd(Module):
     ) -> None:
         super().__init__()
         name, nd = type(self).__name__, self._nd
-        for arg, value in (
-            ("in_channels", in_channels),
-            ("out_channels", out_channels),
-            ("groups", groups),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"{name}: {arg} must be a positive integer. Received: {arg}={value!r}"
-                )
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"{name}: in_channels and out_channels must be divisible by groups. "
-                f"Received: in_channels={in_channels}, out_channels={out_channels}, "
-                f"groups={groups}"
-            )
+        check_channels(name, in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(
                 f"{name}: only padding_mode='zeros' is supported (as in PyTorch). "
