@@ -1,6 +1,8 @@
 """nnkit's define-by-run autograd: Tensor, Function, the backward engine, grad modes."""
 
-from nnkit.autograd import graph
+# ops and printing (with the factories and the engine, imported by the modules below)
+# attach the methods of Tensor that need them: op methods and operators, __repr__/__str__.
+from nnkit.autograd import graph, ops, printing  # noqa: F401
 from nnkit.autograd.checkpoint import checkpoint, checkpoint_sequential
 from nnkit.autograd.engine import run_backward
 from nnkit.autograd.function import Function, Node, ShapeError
@@ -15,9 +17,7 @@ from nnkit.autograd.grad_mode import (
     set_grad_enabled,
 )
 from nnkit.autograd.gradcheck import gradcheck, gradgradcheck
-from nnkit.autograd.tensor import Tensor, _install_methods
-
-_install_methods()
+from nnkit.autograd.tensor import Tensor
 
 __all__ = [
     "Tensor",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from nnkit.autograd.factories import _like, full, ones, tensor, zeros
 from nnkit.autograd.function import Op
+from nnkit.autograd.ops.shape import cast, clone
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.device import device as _device
@@ -88,8 +89,6 @@ def to(
         >>> x.to("cpu") is x, x.to("cpu", copy=True) is x
         (True, False)
     """
-    from nnkit.autograd.ops.shape import cast, clone
-
     _memory_format(memory_format, "to")
     flags = [a for a in args if a is True or a is False]  # torch: (non_blocking, copy)
     if len(flags) > 1:

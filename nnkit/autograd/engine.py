@@ -28,7 +28,7 @@ from nnkit.autograd.factories import tensor as _tensor
 from nnkit.autograd.function import _RELEASED_MSG
 from nnkit.autograd.grad_mode import state
 from nnkit.autograd.graph import format_forward_trace
-from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, tensor_method
 from nnkit.backends.fp_errors import quiet as quiet_fp
 from nnkit.backends.mat import next_serial
 
@@ -72,18 +72,24 @@ def _root_grads(tensors, grads, owned):
 
 
 def _count_dependencies(roots) -> dict:
+    """How many edges lead into each node reachable from ``roots`` (the roots that no
+    other root reaches have no entry)."""
     deps: dict = {}
-    seen = set(roots)
+    get = deps.get
     stack = list(roots)
+    roots = set(roots)
+    push, pop = stack.append, stack.pop
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            count = get(nxt)
+            if count is None:  # first reached: its own edges are counted once
+                deps[nxt] = 1
+                if nxt not in roots:  # a root's edges are on the stack already
+                    push(nxt)
+            else:
+                deps[nxt] = count + 1
     return deps
 
 
@@ -141,8 +147,29 @@ def run_backward(
                     f"One of the differentiated tensors (input {k}) appears "
                     "not to have been used in the graph; pass allow_unused=True"
                 )
+            if r is not None and r._impl.data.dtype != inputs[k]._impl.data.dtype:
+                results[k] = r.to(inputs[k].dtype)  # as _accumulate: the input's dtype
         return tuple(results)
     return None
+
+
+@tensor_method("backward")
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+    Args:
+        gradient: d(something)/d(self); may be omitted for a single-element tensor.
+        retain_graph: keep the graph for another backward (default: create_graph).
+        create_graph: record the backward pass, for higher-order derivatives.
+        inputs: accumulate only into these tensors.
+
+    Raises:
+        RuntimeError: for a non-scalar tensor without ``gradient``, a tensor that
+            does not require grad, or a graph already freed by an earlier backward.
+    """
+    if isinstance(inputs, Tensor):
+        inputs = [inputs]
+    run_backward([self], [gradient], retain_graph, create_graph, inputs)
 
 
 def _execute(edges, grads, retain_graph, owned, targets, capture, results):
@@ -158,68 +185,127 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
     ready = [n for n in roots if deps.get(n, 0) == 0]
     partial: set = set()  # nodes whose buffer holds a PieceGrad or an _Accumulated
     anomaly = state.anomaly
+    # The loop runs once per node: methods bound once, the common route inlined.
+    pop_ready, push_ready, pop_buffer, get_buffer = (
+        ready.pop,
+        ready.append,
+        buffers.pop,
+        buffers.get,
+    )
+    release = not retain_graph
     while ready:
-        node = ready.pop()
-        buf = buffers.pop(node)
+        node = pop_ready()
+        buf = pop_buffer(node)
         if partial and node in partial:  # every piece has arrived: Tensors now
             partial.discard(node)
             buf = [_from_partial(g, owned) if g.__class__ in _PARTIAL else g for g in buf]
         if capture:
             _capture_targets(node, buf, targets, results, owned)
-        if node.__class__ is AccumulateGrad:
+        ncls = node.__class__
+        if ncls is AccumulateGrad:
             if not capture and (targets is None or (node, 0) in targets):
                 _accumulate(node.impl, buf[0], owned)
             continue
-        if node.pre_hooks is not None or node.retained is not None:
-            _run_tensor_hooks(node, buf, owned)
-        nexts = node.next_functions
-        if node.__class__ is _EmptyNode or (
-            buf[0] is None and (len(buf) == 1 or all(g is None for g in buf))
-        ):
+        if ncls is _EmptyNode:
+            nexts = node.next_functions
             out = ()
+            del buf
+            if release:
+                node.release()
         else:
-            # Run the node's backward: the one path every node takes. The buffers
-            # given are consumed; the results a built-in op's backward made during the
-            # call (a newer serial) become owned, unless a post hook sees them or one
-            # is returned for two inputs. A user Function's backward is user code:
-            # what it returns may be kept elsewhere.
-            if node._released:
-                raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
-            if len(buf) > 1 and any(g is None for g in buf):
-                buf = _fill_missing(node, buf, owned)
-            if owned:
-                for g in buf:
-                    owned.discard(g._impl.data)
-            fn = node._fn_cls
-            start = next_serial()
-            out = fn.backward(node, *buf)
-            if out.__class__ is not tuple:
-                out = (out,)
-            if node._in_meta is not None:
-                _check_user_grads(node, out)
-            if node.post_hooks is not None or anomaly:
-                out = _post_checks(node, out, buf, anomaly)
-                if node.post_hooks is not None:
-                    start = None  # the hooks saw (and may keep) the results
-            if owned is not None and start is not None and fn._mat_forward:
-                for g in out:
-                    if g is not None and g.__class__ is not PieceGrad:
-                        m = g._impl.data
-                        if m.serial > start:
-                            if m in owned:  # returned for two inputs: nobody's
-                                owned.discard(m)
-                                m.serial = 0
-                            else:
-                                owned.add(m)
-        del buf
-        if out and len(out) != len(nexts):
-            raise RuntimeError(
-                f"function {node.name()} returned an incorrect number of "
-                f"gradients (expected {len(nexts)}, got {len(out)})"
-            )
-        if not retain_graph:
-            node.release()
-        _route(nexts, out, buffers, deps, ready, owned, partial)
+            # A Node's rarely set attributes (hooks, retained grads, user Functions'
+            # input shapes, the anomaly trace, ctx values) live in its __dict__: one
+            # test of it skips their checks on the common node.
+            extra = node.__dict__
+            if extra and (node.pre_hooks is not None or node.retained is not None):
+                _run_tensor_hooks(node, buf, owned)
+            nexts = node.next_functions
+            if buf[0] is None and (len(buf) == 1 or all(g is None for g in buf)):
+                out = ()
+            else:
+                # Run the node's backward: the one path every node takes. The buffers
+                # given are consumed; the results a built-in op's backward made during
+                # the call (a newer serial) become owned, unless a post hook sees them
+                # or one is returned for two inputs. A user Function's backward is user
+                # code: what it returns may be kept elsewhere.
+                if node._released:
+                    raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
+                if len(buf) > 1 and any(g is None for g in buf):
+                    buf = _fill_missing(node, buf, owned)
+                if owned:
+                    for g in buf:
+                        owned.discard(g._impl.data)
+                fn = node._fn_cls
+                start = next_serial()
+                out = fn.backward(node, buf[0]) if len(buf) == 1 else fn.backward(node, *buf)
+                if out.__class__ is not tuple:
+                    out = (out,)
+                if extra:
+                    if node._in_meta is not None:
+                        _check_user_grads(node, out)
+                    hooked = node.post_hooks is not None
+                else:
+                    hooked = False
+                if hooked or anomaly:
+                    out = _post_checks(node, out, buf, anomaly)
+                    if hooked:
+                        start = None  # the hooks saw (and may keep) the results
+                if owned is not None and start is not None and fn._mat_forward:
+                    for g in out:
+                        if g is not None and g.__class__ is not PieceGrad:
+                            m = g._impl.data
+                            if m.serial > start:
+                                if m in owned:  # returned for two inputs: nobody's
+                                    owned.discard(m)
+                                    m.serial = 0
+                                else:
+                                    owned.add(m)
+            del buf
+            if out and len(out) != len(nexts):
+                raise RuntimeError(
+                    f"function {node.name()} returned an incorrect number of "
+                    f"gradients (expected {len(nexts)}, got {len(out)})"
+                )
+            if release:  # Node.release, inline
+                node._saved = None
+                node._released = True
+                node.meta = None
+                if extra:
+                    extra.clear()
+        n_out = len(out)
+        # Route the results to the next nodes (inline: once per edge).
+        k = -1
+        for nxt, nr in nexts:
+            k += 1
+            if nxt is None:
+                continue
+            nbuf = get_buffer(nxt)
+            if nbuf is None:
+                nbuf = buffers[nxt] = [None] * nxt._n_outputs
+            if n_out:
+                g = out[k]
+                if g is not None:
+                    prev = nbuf[nr]
+                    if prev is None:
+                        nbuf[nr] = g
+                        if g.__class__ is PieceGrad:
+                            partial.add(nxt)
+                    elif prev.__class__ in _PARTIAL or g.__class__ is PieceGrad:
+                        nbuf[nr] = _add_partial(prev, g, owned)
+                        partial.add(nxt)
+                    else:
+                        nbuf[nr] = _sum(prev, g, owned)
+                    del g, prev
+            left = deps[nxt] - 1
+            deps[nxt] = left
+            if left == 0:
+                if nbuf[0] is None and (len(nbuf) == 1 or all(b is None for b in nbuf)):
+                    del buffers[nxt]
+                    empty = _EmptyNode(nxt)
+                    buffers[empty] = [None]
+                    push_ready(empty)
+                else:
+                    push_ready(nxt)
 
 
 def _post_checks(node, out, buf, anomaly) -> tuple:
@@ -255,39 +341,6 @@ def _check_user_grads(node, out) -> None:
                 f"function {name}.backward returned a gradient of shape "
                 f"{list(g.shape)} for input {k}, which has shape {list(shape)}"
             )
-
-
-def _route(nexts, out, buffers, deps, ready, owned, partial) -> None:
-    n_out = len(out)
-    for k, (nxt, nr) in enumerate(nexts):
-        if nxt is None:
-            continue
-        buf = buffers.get(nxt)
-        if buf is None:
-            buf = buffers[nxt] = [None] * nxt._n_outputs
-        if n_out and out[k] is not None:
-            g = out[k]
-            prev = buf[nr]
-            if prev is None:
-                buf[nr] = g
-                if g.__class__ is PieceGrad:
-                    partial.add(nxt)
-            elif prev.__class__ in _PARTIAL or g.__class__ is PieceGrad:
-                buf[nr] = _add_partial(prev, g, owned)
-                partial.add(nxt)
-            else:
-                buf[nr] = _sum(prev, g, owned)
-            del g, prev
-        left = deps[nxt] - 1
-        deps[nxt] = left
-        if left == 0:
-            if buf[0] is None and (len(buf) == 1 or all(b is None for b in buf)):
-                del buffers[nxt]
-                empty = _EmptyNode(nxt)
-                buffers[empty] = [None]
-                ready.append(empty)
-            else:
-                ready.append(nxt)
 
 
 def _sum(prev, g, owned):
@@ -457,6 +510,10 @@ def _capture_targets(node, buf, targets, results, owned) -> None:
 
 
 def _accumulate(impl, grad, owned) -> None:
+    if grad._impl.data.dtype != impl.data.dtype:
+        # computed in another dtype (an operand cast in the forward, as a float64 0-d
+        # tensor meeting a float32 tensor): the leaf's dtype, as torch casts it
+        grad = grad.to(Tensor._wrap(impl).dtype)
     if impl.hooks:
         if owned:
             owned.discard(grad._impl.data)  # the hooks may keep it

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnkit.autograd.tensor import Tensor, TensorImpl
+from nnkit.autograd.tensor import Tensor, TensorImpl, tensor_method
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.device import cpu as _cpu
 from nnkit.backends.device import device as _device
@@ -106,6 +106,14 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     return _make(cls.from_host(arr.astype(dt.np, copy=False), copy=True), requires_grad)
 
 
+@tensor_method("__init__")
+def _tensor_init(self, data=None, *, dtype=None, device=None, requires_grad=False) -> None:
+    """``Tensor(data)`` is ``nnkit.tensor(data)`` (no data: an empty float tensor)."""
+    self._impl = tensor(
+        [] if data is None else data, dtype=dtype, device=device, requires_grad=requires_grad
+    )._impl
+
+
 def _dt_cpu():
     return _cpu
 
@@ -197,7 +205,7 @@ def from_dlpack(ext) -> Tensor:
     if _int(dev_type) == 1:
         return Tensor._from_mat(get_mat_class(_dt_cpu()).from_host(np.from_dlpack(ext)))
     if _int(dev_type) == 2:
-        import cupy
+        import cupy  # optional: cupy (a CUDA tensor is only handed over where it is installed)
 
         cls = get_mat_class(_device(f"cuda:{dev_id}"))
         return Tensor._from_mat(cls(cupy.from_dlpack(ext)))

@@ -83,7 +83,15 @@ class SavedTensor:
                 )
         kind = self.kind
         t = Tensor.__new__(Tensor)
-        if kind == "leaf":
+        if kind == "input":  # the common case first
+            fn = self.grad_fn
+            if fn is None:
+                impl = TensorImpl(mat, False)
+            else:
+                impl = TensorImpl(mat, True)
+                impl.grad_fn = fn
+                impl.output_nr = self.output_nr
+        elif kind == "leaf":
             if self.packed is None:
                 t._impl = self.impl
                 return t
@@ -95,12 +103,8 @@ class SavedTensor:
             if self.output_nr >= 0:
                 impl.grad_fn = node
                 impl.output_nr = self.output_nr
-        elif kind == "const" or self.grad_fn is None:
+        else:  # const
             impl = TensorImpl(mat, False)
-        else:
-            impl = TensorImpl(mat, True)
-            impl.grad_fn = self.grad_fn
-            impl.output_nr = self.output_nr
         t._impl = impl
         return t
 
@@ -121,12 +125,15 @@ class Node:
         "_saved",
         "_released",
         "_n_outputs",
+        "_to_save",
+        "meta",
         "__dict__",
         "__weakref__",
     )
     # Rarely set attributes live in the instance __dict__ (with ctx attributes), so a
-    # new node pays only for the slots above.
-    _to_save = ()
+    # new node pays only for the slots above; ``meta`` (the operands' shapes and dtypes
+    # that the broadcasting ops keep for backward; None until set, cleared on release)
+    # is a slot as it is set on most nodes.
     _out_meta = None
     _in_meta = None
     pre_hooks = None
@@ -140,6 +147,8 @@ class Node:
         self._saved = None
         self._released = False
         self._n_outputs = 1
+        self._to_save = ()
+        self.meta = None
 
     # ---- ctx API used inside forward / backward
     def save_for_backward(self, *tensors) -> None:
@@ -154,7 +163,16 @@ class Node:
     def saved_tensors(self) -> tuple:
         if self._released:
             raise RuntimeError(_RELEASED_MSG.format(name=self.name()))
-        return tuple([None if s is None else s.unpack(self) for s in self._saved or ()])
+        saved = self._saved
+        if not saved:
+            return ()
+        if len(saved) == 1:  # the common cases without a comprehension's frame
+            s = saved[0]
+            return (None if s is None else s.unpack(self),)
+        if len(saved) == 2:
+            s, r = saved
+            return (None if s is None else s.unpack(self), None if r is None else r.unpack(self))
+        return tuple([None if s is None else s.unpack(self) for s in saved])
 
     # ---- graph API
     def name(self) -> str:
@@ -174,6 +192,7 @@ class Node:
         """Free saved tensors and ctx attributes (after a backward without retain_graph)."""
         self._saved = None
         self._released = True
+        self.meta = None
         self.__dict__.clear()
 
 
@@ -210,6 +229,7 @@ class _OpNoGraphCtx:
 _OP_NO_GRAPH = _OpNoGraphCtx()
 
 _NO_EDGE = (None, 0)
+_NEEDS_ONE = (True,)
 
 
 class Function:
@@ -288,7 +308,6 @@ class Op(Function):
     def apply(cls, *args, **kwargs):
         if trace_hook is not None:
             return trace_hook(cls, args, kwargs)
-        impls = []
         mats = []
         record = False
         mcls = None
@@ -299,37 +318,78 @@ class Op(Function):
                 if mcls is None:
                     mcls = m.__class__
                 elif m.__class__ is not mcls or mcls.multi_device:
-                    _check_devices(cls, [j.data for j in impls if j is not None] + [m])
-                impls.append(i)
+                    _check_devices(cls, [t._impl.data for t in args if isinstance(t, Tensor)])
                 mats.append(m)
                 if i.requires_grad:
                     record = True
             else:
-                impls.append(None)
                 mats.append(a)
         if record and state.grad_enabled:
-            node = ctx = _new_node(cls, impls)
+            # Record the node (inline _new_node: the forward of every op with a graph)
+            node = ctx = Node(cls)
+            n = len(args)
+            if n == 1:  # a unary op: its one argument is a Tensor requiring grad
+                i = args[0]._impl
+                impls = [i]
+                fn = i.grad_fn
+                node.needs_input_grad = _NEEDS_ONE
+                node.next_functions = ((fn, i.output_nr) if fn is not None else grad_edge(i),)
+            else:
+                impls = [None] * n
+                needs = [False] * n
+                edges = [_NO_EDGE] * n
+                k = 0
+                for a in args:
+                    if isinstance(a, Tensor):
+                        i = impls[k] = a._impl
+                        if i.requires_grad:
+                            needs[k] = True
+                            fn = i.grad_fn
+                            edges[k] = (fn, i.output_nr) if fn is not None else grad_edge(i)
+                    k += 1
+                node.needs_input_grad = tuple(needs)
+                node.next_functions = tuple(edges)
+            if state.anomaly:
+                node.trace = traceback.format_stack()[:-1]
         else:  # no graph: every backward without create_graph runs its ops here
-            node = None
+            node = impls = None  # impls made only where needed (views, errors)
             ctx = _OP_NO_GRAPH
         # NumPy's floating-point errors quiet, as torch (see nnkit.backends.fp_errors)
         token = _fp_get() is not _FP_QUIET and _fp_set(_FP_QUIET)
         try:
             out = cls.forward(ctx, *mats, **kwargs)
         except ValueError as exc:
-            raise _shape_error(cls, exc, impls) from None
+            raise _shape_error(cls, exc, impls or _impls_of(args)) from None
         finally:
             if token:
                 _fp_reset(token)
-        if node is None and out.__class__ is not tuple:
-            # no graph, one output (every op of a backward without create_graph): a
-            # plain Tensor, built here rather than in _finish to spare a call
+        if out.__class__ is not tuple:
+            # One output, built here rather than in _finish to spare a call: with no
+            # graph (every op of a backward without create_graph) a plain Tensor; with
+            # one (the common forward), connected to the node.
             res = Tensor.__new__(Tensor)
-            res._impl = impl = TensorImpl(out, False)
+            if node is None:
+                res._impl = impl = TensorImpl(out, False)
+            elif node._non_diff is None:
+                if out.dtype.kind == "f":
+                    res._impl = impl = TensorImpl(out, True)
+                    impl.grad_fn = node
+                else:
+                    res._impl = impl = TensorImpl(out, False)
+                if node._to_save:
+                    _resolve_saved(cls, node, mats, impls, (out,), (out,))
+            else:
+                return _finish(cls, node, mats, impls, out, kwargs)
             if cls._view_op:
-                _mark_view(impl, impls, (cls, tuple(mats[1:]), kwargs))
+                _mark_view(impl, impls or _impls_of(args), (cls, tuple(mats[1:]), kwargs))
             return res
+        # (impls is None only without a node, where _finish does not read it for an Op)
         return _finish(cls, node, mats, impls, out, kwargs)
+
+
+def _impls_of(args) -> list:
+    """The TensorImpl of each Tensor argument, None for the others."""
+    return [a._impl if isinstance(a, Tensor) else None for a in args]
 
 
 _SHAPE_WORDS = ("shape", "dimension", "axis", "axes", "size", "concatenat", "mismatch")
@@ -479,10 +539,20 @@ def _finish(cls, node, args, impls, out, kwargs=None):
 
 def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
     """Turn what forward passed to save_for_backward into SavedTensors."""
-    saved = [
-        None if obj is None else _saved_for(cls, obj, args, impls, outs, mats)
-        for obj in node._to_save
-    ]
+    saved = []
+    for obj in node._to_save:
+        if obj is None:
+            saved.append(None)
+            continue
+        for a, i in zip(args, impls):  # an input (the common case), inline: this is hot
+            if i is not None and (a is obj or i.data is obj):
+                if i.grad_fn is None and i.requires_grad:
+                    saved.append(SavedTensor(i.data, i, None, 0, "leaf"))
+                else:
+                    saved.append(SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input"))
+                break
+        else:
+            saved.append(_saved_other(cls, obj, outs, mats))
     node._saved = saved
     node._to_save = ()
     hooks = state.saved_hooks
@@ -496,12 +566,8 @@ def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
                 s.mat = None
 
 
-def _saved_for(cls, obj, args, impls, outs, mats) -> SavedTensor:
-    for a, i in zip(args, impls):  # an input (the common case)
-        if i is not None and (a is obj or i.data is obj):
-            if i.grad_fn is None and i.requires_grad:
-                return SavedTensor(i.data, i, None, 0, "leaf")
-            return SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input")
+def _saved_other(cls, obj, outs, mats) -> SavedTensor:
+    """The SavedTensor of a saved object that is none of the inputs."""
     mat = obj._impl.data if isinstance(obj, Tensor) else obj
     if not isinstance(mat, ArrayMat):
         raise TypeError(

@@ -13,6 +13,8 @@ import itertools
 
 import numpy as np
 
+from nnkit.autograd.tensor import tensor_method
+
 __all__ = ["tensor_str", "tensor_repr", "set_printoptions"]
 
 _options = {"threshold": 1000, "edgeitems": 3, "precision": 4}
@@ -195,3 +197,13 @@ def tensor_repr(t) -> str:
     if arr.ndim == 0:  # torch's tensor(2.5000), not str's parenthesised (2.5000)
         text = text[1:-1]
     return "tensor(" + ", ".join([text] + extra) + ")"
+
+
+@tensor_method("__repr__")
+def _tensor_repr(self) -> str:
+    return tensor_repr(self)
+
+
+@tensor_method("__str__")
+def _tensor_str(self) -> str:
+    return tensor_str(self)

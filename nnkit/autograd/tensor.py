@@ -1,7 +1,13 @@
 """Tensor and TensorImpl: the user-facing handle and the autograd state behind it.
 
-``Tensor`` holds no maths: its operators and methods are installed from the op
-families in :mod:`nnkit.autograd.ops` at the bottom of this file, in one block.
+``Tensor`` holds no maths, and this module imports nothing above it in the autograd
+core (only the handles and the backends): the methods that need higher modules are
+attached to the class by the modules that define them, when those are imported. The
+constructor comes from :mod:`~nnkit.autograd.factories`, ``backward`` from
+:mod:`~nnkit.autograd.engine`, ``__repr__``/``__str__`` from
+:mod:`~nnkit.autograd.printing`, and the operators and op methods from
+:mod:`nnkit.autograd.ops` (``ops/methods.py``); importing :mod:`nnkit.autograd` runs
+them all.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import numpy as np
 from nnkit.autograd.handles import RemovableHandle
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["Tensor", "TensorImpl", "AccumulateGrad", "grad_edge", "leaf_alias"]
+__all__ = ["Tensor", "TensorImpl", "AccumulateGrad", "grad_edge", "leaf_alias", "tensor_method"]
 
 
 class TensorImpl:
@@ -115,13 +121,8 @@ class Tensor:
 
     __slots__ = ("_impl", "__weakref__")
     __array_priority__ = 1000  # make numpy defer to Tensor's reflected operators
-
-    def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False) -> None:
-        from nnkit.autograd.factories import tensor
-
-        self._impl = tensor(
-            [] if data is None else data, dtype=dtype, device=device, requires_grad=requires_grad
-        )._impl
+    # __init__ (nnkit.tensor's), backward, __repr__/__str__ and the op methods are set by
+    # factories.py, engine.py, printing.py and ops/methods.py (see the module docstring).
 
     @classmethod
     def _wrap(cls, impl: TensorImpl) -> "Tensor":
@@ -336,25 +337,6 @@ class Tensor:
         impl.post_hooks.append(hook)
         return RemovableHandle(impl.post_hooks, hook)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate the gradient of this tensor into the leaves' ``.grad``.
-
-        Args:
-            gradient: d(something)/d(self); may be omitted for a single-element tensor.
-            retain_graph: keep the graph for another backward (default: create_graph).
-            create_graph: record the backward pass, for higher-order derivatives.
-            inputs: accumulate only into these tensors.
-
-        Raises:
-            RuntimeError: for a non-scalar tensor without ``gradient``, a tensor that
-                does not require grad, or a graph already freed by an earlier backward.
-        """
-        from nnkit.autograd.engine import run_backward
-
-        if isinstance(inputs, Tensor):
-            inputs = [inputs]
-        run_backward([self], [gradient], retain_graph, create_graph, inputs)
-
     def detach(self) -> "Tensor":
         """A new tensor sharing this one's memory, cut from the graph."""
         return Tensor._from_mat(self._impl.data)
@@ -430,16 +412,6 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
-    def __repr__(self) -> str:
-        from nnkit.autograd.printing import tensor_repr
-
-        return tensor_repr(self)
-
-    def __str__(self) -> str:
-        from nnkit.autograd.printing import tensor_str
-
-        return tensor_str(self)
-
     def __format__(self, spec: str) -> str:
         if self.ndim == 0 and spec:
             return format(self.item(), spec)
@@ -467,81 +439,18 @@ def ones_like(t: Tensor) -> Tensor:
     return Tensor._from_mat(type(m).ones(m.shape, m.dtype))
 
 
-def _install_methods() -> None:
-    """Install the operators and methods of Tensor from the op families, in one block."""
-    from nnkit.autograd import ops
-    from nnkit.autograd.ops import arithmetic as ar
-    from nnkit.autograd.ops import discrete as dc
-    from nnkit.autograd.ops import elementwise as ew
-    from nnkit.autograd.ops import indexing as ix
+def tensor_method(name: str):
+    """Decorator: attach the function to :class:`Tensor` as its method ``name``.
 
-    for name in ops.TENSOR_METHODS:
-        setattr(Tensor, name, getattr(ops, name))
-    binary = {
-        "add": ar.add,
-        "sub": ar.sub,
-        "mul": ar.mul,
-        "truediv": ar.div,
-        "floordiv": dc.floor_divide,
-        "mod": dc.remainder,
-        "pow": ar.pow,
-        "matmul": ops.matmul,
-        "and": dc.bitwise_and,
-        "or": dc.bitwise_or,
-        "xor": dc.bitwise_xor,
-    }
-    for name, fn in binary.items():
-        setattr(Tensor, f"__{name}__", fn)
-        setattr(Tensor, f"__r{name}__", _reflected(fn))
-    Tensor.__iadd__ = ops.add_
-    Tensor.__isub__ = ops.sub_
-    Tensor.__imul__ = ops.mul_
-    Tensor.__itruediv__ = ops.div_
-    Tensor.__neg__ = ar.neg
-    Tensor.__pos__ = lambda self: self
-    Tensor.__abs__ = ew.abs
-    Tensor.__invert__ = dc.bitwise_not
-    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
-        setattr(Tensor, f"__{name}__", _comparison(getattr(dc, name)))
-    Tensor.__getitem__ = ix.getitem
-    Tensor.__setitem__ = ix.setitem
-    Tensor.T = property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1]))
-    Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
-    Tensor.H = property(_adjoint("H", (0, 2)))  # real tensors: the conjugate is a no-op
-    Tensor.mH = property(_adjoint("mH", None))
+    How a module above this one (the factories, the engine, the printer, the ops) gives
+    Tensor the methods that need it, without this module importing it: the function is
+    named ``Tensor.<name>`` (for help() and tracebacks) and returned unchanged otherwise.
+    """
 
+    def attach(fn):
+        fn.__name__ = name
+        fn.__qualname__ = f"Tensor.{name}"
+        setattr(Tensor, name, fn)
+        return fn
 
-def _adjoint(name, ndims):
-    """``x.H`` (a matrix, or a 0-d tensor) / ``x.mH`` (matrices): the (batched) conjugate
-    transpose, which for nnkit's real tensors is the transpose, as in torch."""
-    from nnkit.autograd.ops.shape import transpose
-
-    def get(self):
-        if self.ndim == 0:
-            return self
-        if (ndims is not None and self.ndim not in ndims) or self.ndim < 2:
-            what = "matrices (2-D tensors)" if ndims else "matrices or batches of matrices"
-            raise ValueError(f"tensor.{name} is only supported on {what}, got {self.ndim}-D")
-        return transpose(self, -2, -1)
-
-    return get
-
-
-def _comparison(fn):
-    from nnkit.autograd.ops._util import is_scalar
-
-    def compare(self, other):
-        if not (isinstance(other, Tensor) or is_scalar(other)):
-            return NotImplemented
-        return fn(self, other)
-
-    compare.__name__ = fn.__name__
-    return compare
-
-
-def _reflected(fn):
-    def reflected(self, other):
-        return fn(other, self)
-
-    reflected.__name__ = f"r{fn.__name__}"
-    return reflected
+    return attach

@@ -95,6 +95,6 @@ class CupyMat(ArrayMat):
         cupy.add.at(out, ix, values)
 
     def erf(self):
-        import cupyx.scipy.special
+        import cupyx.scipy.special  # optional: cupy (cupyx comes with it), loaded on first use
 
         return self._new(cupyx.scipy.special.erf(self.array))

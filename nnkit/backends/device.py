@@ -87,12 +87,17 @@ def device(spec=None) -> Device:
     return dev
 
 
+def _backend_module(kind: str):
+    """The module of the backend of device type ``kind``, imported on first use: the
+    backends import this module (a Mat knows its Device), never the other way round."""
+    return importlib.import_module(_BACKENDS[kind][0])
+
+
 def get_mat_class(dev: Device) -> type:
     """The Mat subclass implementing arrays on ``dev``'s device type."""
     cls = _mat_classes.get(dev.type)
     if cls is None:
-        module, name = _BACKENDS[dev.type]
-        cls = getattr(importlib.import_module(module), name)
+        cls = getattr(_backend_module(dev.type), _BACKENDS[dev.type][1])
         if dev.type == "cuda":
             cls.check_available()
         _mat_classes[dev.type] = cls
@@ -101,17 +106,13 @@ def get_mat_class(dev: Device) -> type:
 
 def cuda_is_available() -> bool:
     """True when CuPy imports and sees at least one GPU."""
-    try:
-        from nnkit.backends import cupy_backend
-    except ImportError:
-        return False
-    return cupy_backend.available()
+    return _backend_module("cuda").available()  # importing it never fails without CuPy
 
 
 def device_count() -> int:
     """Number of visible CUDA devices (0 without CuPy)."""
     if not cuda_is_available():
         return 0
-    import cupy
+    import cupy  # optional: cupy (present: cuda_is_available said so)
 
     return cupy.cuda.runtime.getDeviceCount()

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnkit.backends.collective import REDUCE_OPS
+from nnkit.backends.cupy_backend import CupyMat
 
 try:  # guarded, as cupy_backend.py guards CuPy itself
     import cupy
@@ -36,8 +37,6 @@ def supports(mat: Any) -> bool:
     """Whether ``mat`` lives on a GPU that NCCL can reach (a CupyMat)."""
     if not available():
         return False
-    from nnkit.backends.cupy_backend import CupyMat
-
     return isinstance(mat, CupyMat)
 
 

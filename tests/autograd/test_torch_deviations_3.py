@@ -286,3 +286,34 @@ def test_lgamma_is_exactly_zero_at_one_and_two_as_torch(dtype, device):
 def test_lgamma_at_the_positive_integers_matches_torch_in_float32(device):
     ours, theirs = _pair([float(n) for n in range(1, 60)], device, "float32")
     _same(nnkit.lgamma(ours), torch.lgamma(theirs))
+
+
+def test_negative_zero_scalar_keeps_its_sign_after_positive_zero():
+    # the 0-d scalar cache once treated 0.0 and -0.0 as one key
+    x = nnkit.tensor([-0.0, 1.0])
+    assert np.signbit((x + 0.0).numpy()).tolist() == [False, False]
+    assert np.signbit((x + (-0.0)).numpy()).tolist() == [True, False]
+    assert np.signbit((x * -0.0).numpy()).tolist() == [False, True]
+    assert np.isnan((x + float("nan")).numpy()).all()
+
+
+@pytest.mark.parametrize("lib", ["nnkit", "torch"])
+def test_gradient_of_another_dtype_is_cast_to_the_inputs(lib):
+    # torch's engine casts a gradient to its input's dtype (a Function's backward may
+    # return float64 for a float32 input); .grad and autograd.grad both follow it
+    m = nnkit if lib == "nnkit" else torch
+
+    class Twice(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).double()
+
+    x = m.ones(2, requires_grad=True)
+    Twice.apply(x).sum().backward()
+    assert x.grad.dtype == m.float32 and x.grad.tolist() == [2.0, 2.0]
+    (g,) = m.autograd.grad(Twice.apply(x).sum(), [x])
+    assert g.dtype == m.float32 and g.tolist() == [2.0, 2.0]

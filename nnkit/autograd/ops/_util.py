@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 
+from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.mat import ArrayMat
 
@@ -32,6 +33,13 @@ def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
 
     A float scalar with an integer tensor gives the default float dtype (as PyTorch).
     """
+    vcls = value.__class__
+    if (vcls is float or vcls is int) and like.dtype.kind == "f":
+        # the hot case (``x + 1.0`` on a float tensor): the cache entry the checks
+        # below would find, under the same key, without them
+        hit = _scalar_cache.get((like.__class__, vcls, value, like.dtype))
+        if hit is not None:
+            return hit
     if isinstance(value, np.generic):
         value = value.item()
     if not is_scalar(value):
@@ -43,6 +51,12 @@ def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
         dtype = like.dtype if kind in "fiu" else np.dtype(np.int64)
     else:
         dtype = like.dtype if kind == "f" else _dt.get_default_dtype().np
+    if isinstance(value, float) and (value == 0.0 or value != value):
+        # 0.0 and -0.0 compare (and hash) equal, and NaN never equals itself: not cached,
+        # so ``x + (-0.0)`` keeps its sign (as PyTorch's) after an ``x + 0.0``
+        m = like.__class__.scalar(value, dtype)
+        m.serial = 0
+        return m
     key = (like.__class__, value.__class__, value, dtype)
     hit = _scalar_cache.get(key)
     if hit is None:
@@ -88,8 +102,11 @@ def float_mat(m: ArrayMat) -> ArrayMat:
 
 
 def wrap_dim(dim: int, ndim: int, op: str) -> int:
-    n = max(ndim, 1)
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+    n = ndim if ndim > 1 else 1
+    if dim.__class__ is int:  # the common case, checked without the isinstance calls
+        if -n <= dim < n:
+            return dim % n
+    elif not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if not -n <= dim < n:
         raise IndexError(
@@ -128,11 +145,27 @@ def reduce_dims(dim, ndim: int, op: str, empty_is_all: bool = True):
 
 
 def check_tensor(x, op: str, name: str = "input"):
-    from nnkit.autograd.tensor import Tensor
-
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: argument '{name}' must be a Tensor, got {type(x).__name__}")
     return x
+
+
+def _int(value, op, name):
+    """An int argument of ``op``: a Python int (not a bool) or a 1-element integer tensor."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1 or value.dtype.is_floating_point:
+            raise TypeError(f"{op}: argument '{name}' must be an int or a 1-element integer tensor")
+        return int(value.item())
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{op}: argument '{name}' must be an int, got {type(value).__name__}")
+    return int(value)
+
+
+def _dims(value, op, name):
+    """An int or a sequence of ints as a tuple of ints."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_int(v, op, name) for v in value)
+    return (_int(value, op, name),)
 
 
 def check_floating(x, op: str, name: str = "input") -> None:

@@ -15,6 +15,7 @@ from nnkit.autograd.ops.discrete import check_int_divisor
 from nnkit.autograd.ops.elementwise import log
 from nnkit.autograd.ops.selection import _meta, where
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
+from nnkit.autograd.tensor import Tensor
 from nnkit.backends.division_kernels import div_rounded
 
 __all__ = [
@@ -37,7 +38,8 @@ class Add(Op):
     @staticmethod
     def forward(ctx, a, b):
         a, b = as_mat_pair(a, b, "add")
-        _meta(a, b, ctx)
+        if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
+            ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
         return a.add(b)
 
     @staticmethod
@@ -81,7 +83,8 @@ class Sub(Op):
     @staticmethod
     def forward(ctx, a, b):
         a, b = as_mat_pair(a, b, "sub")
-        _meta(a, b, ctx)
+        if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
+            ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
         return a.sub(b)
 
     @staticmethod
@@ -122,8 +125,9 @@ class Mul(Op):
     @staticmethod
     def forward(ctx, a, b):
         a, b = as_mat_pair(a, b, "mul")
-        _meta(a, b, ctx)
-        ctx.save_for_backward(a, b)
+        if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
+            ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
+            ctx.save_for_backward(a, b)
         return a.mul(b)
 
     @staticmethod
@@ -166,8 +170,9 @@ class Div(Op):
         a, b = as_mat_pair(a, b, "div")
         if a.dtype.kind != "f" and b.dtype.kind != "f":
             a, b = float_mat(a), float_mat(b)
-        _meta(a, b, ctx)
-        ctx.save_for_backward(a, b)
+        if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
+            ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
+            ctx.save_for_backward(a, b)
         return a.div(b)
 
     @staticmethod
@@ -328,8 +333,6 @@ def pow(input, exponent):
 
 
 def _is_integer_tensor(x) -> bool:
-    from nnkit.autograd.tensor import Tensor
-
     return isinstance(x, Tensor) and x._impl.data.dtype.kind in "iub"
 
 

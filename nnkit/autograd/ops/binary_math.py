@@ -16,6 +16,7 @@ from nnkit.autograd.ops.elementwise import sigmoid
 from nnkit.autograd.ops.selection import where
 from nnkit.autograd.ops.shape import broadcast_shapes
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
+from nnkit.autograd.tensor import Tensor
 
 __all__ = [
     "atan2",
@@ -89,8 +90,6 @@ XLogY = _binary(
 
 
 def _check_pair(input, other, op, scalars=False):
-    from nnkit.autograd.tensor import Tensor
-
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor) and not (scalars and is_scalar(v)):
             raise TypeError(
@@ -309,8 +308,6 @@ def equal(input, other) -> bool:
         >>> nnkit.equal(nnkit.tensor([1.0]), nnkit.tensor([1.0, 1.0]))
         False
     """
-    from nnkit.autograd.tensor import Tensor
-
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
             raise TypeError(f"equal: argument '{name}' must be a Tensor, got {type(v).__name__}")

@@ -6,12 +6,13 @@ diagonal into zeros and is its adjoint, so each is the other's backward.
 
 from __future__ import annotations
 
+from nnkit.autograd.factories import arange
 from nnkit.autograd.function import Op
-from nnkit.autograd.ops._util import check_tensor, wrap_dim
+from nnkit.autograd.ops._util import _int, check_tensor, wrap_dim
 from nnkit.autograd.ops.joining import stack
 from nnkit.autograd.ops.masking import nonzero
-from nnkit.autograd.ops.products import _int
 from nnkit.autograd.ops.shape import clone
+from nnkit.backends import dtypes as _dt
 
 __all__ = ["diagonal", "diag_embed", "diag", "trace", "tril_indices", "triu_indices"]
 
@@ -195,9 +196,6 @@ def trace(input):
 
 
 def _tri_indices(row, col, offset, dtype, device, op, lower):
-    from nnkit.autograd.factories import arange
-    from nnkit.backends import dtypes as _dt
-
     row, col, offset = _int(row, op, "row"), _int(col, op, "col"), _int(offset, op, "offset")
     if row < 0 or col < 0:
         raise RuntimeError(f"{op}: row and col must be non-negative, got {row} and {col}")

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnkit.autograd.factories import arange
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import wrap_dim
 from nnkit.autograd.ops.indexing import _check_range
 from nnkit.autograd.ops.shape import reshape
+from nnkit.autograd.tensor import Tensor
 
 __all__ = ["index_select", "index_add", "repeat_interleave"]
 
@@ -150,9 +152,6 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
                 [3, 4],
                 [3, 4]])
     """
-    from nnkit.autograd.factories import arange
-    from nnkit.autograd.tensor import Tensor
-
     x = reshape(input, (-1,)) if dim is None else input
     d = 0 if dim is None else wrap_dim(dim, x.ndim, "repeat_interleave")
     n = x.shape[d]

@@ -45,10 +45,14 @@ __all__ = [
 def _unary(name, method, grad_fn, save="out", doc=""):
     """Build a float unary Op whose backward is ``grad_fn(grad_output, saved)``."""
 
+    save_out = save == "out"
+
     def forward(ctx, x):
-        x = float_mat(x)
+        if x.dtype.kind != "f":
+            x = float_mat(x)
         out = getattr(x, method)()
-        ctx.save_for_backward(out if save == "out" else x)
+        if ctx.needs_input_grad:  # a graph is recorded
+            ctx.save_for_backward(out if save_out else x)
         return out
 
     def backward(ctx, grad_output):
@@ -407,7 +411,8 @@ class TanhGrad(Op):
 
     @staticmethod
     def forward(ctx, g, y):
-        ctx.save_for_backward(g, y)
+        if ctx.needs_input_grad:  # a graph is recorded (double backward)
+            ctx.save_for_backward(g, y)
         return g.tanh_grad(y)
 
     @staticmethod
@@ -421,7 +426,8 @@ class SigmoidGrad(Op):
 
     @staticmethod
     def forward(ctx, g, y):
-        ctx.save_for_backward(g, y)
+        if ctx.needs_input_grad:  # a graph is recorded (double backward)
+            ctx.save_for_backward(g, y)
         return g.sigmoid_grad(y)
 
     @staticmethod

@@ -14,13 +14,15 @@ on a leaf that requires grad raises a clear error.
 from __future__ import annotations
 
 from nnkit.autograd import function as _fn
-from nnkit.autograd.function import Op
+from nnkit.autograd.factories import tensor, zeros
+from nnkit.autograd.function import Op, _NoGraphCtx
 from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops import selection as sel
 from nnkit.autograd.ops._util import is_scalar, scalar_mat
 from nnkit.autograd.ops.shape import broadcast_shapes
 from nnkit.backends.fp_errors import QUIET as _FP_QUIET
 from nnkit.backends.fp_errors import STATE as _FP_STATE
+from nnkit.random import default_generator
 
 _fp_get, _fp_set, _fp_reset = _FP_STATE.get, _FP_STATE.set, _FP_STATE.reset
 
@@ -105,8 +107,6 @@ def _replay(t, recipe):
 
 
 def _replay_mat(m, recipe):
-    from nnkit.autograd.function import _NoGraphCtx
-
     for cls, args, kwargs in recipe:
         m = cls.forward(_NoGraphCtx(), m, *args, **kwargs)
     return m
@@ -272,8 +272,6 @@ def copy_(x, src):
         tensor([[5.0, 6.0],
                 [5.0, 6.0]])
     """
-    from nnkit.autograd.factories import tensor
-
     if not isinstance(src, _fn.Tensor):
         src = tensor(src, dtype=x.dtype, device=x.device)
     if src._impl.data.dtype.kind != "f":
@@ -300,8 +298,6 @@ def _replaced(old, value):
     would save it, and the write-back would then invalidate it) and stays finite when
     ``old`` holds inf or nan.
     """
-    from nnkit.autograd.factories import zeros
-
     keep = zeros(old.shape, dtype="bool", device=old.device)
     return sel.where(keep, old, value)
 
@@ -365,8 +361,6 @@ def uniform_(x, a: float = 0.0, b: float = 1.0):
         >>> bool(x.min() >= -2.0), bool(x.max() < 3.0)
         (True, True)
     """
-    from nnkit.random import default_generator
-
     m = x._impl.data
     draw = type(m).uniform(a, b, m.shape, m.dtype, default_generator())
     return apply_inplace(
@@ -391,8 +385,6 @@ def normal_(x, mean: float = 0.0, std: float = 1.0):
         >>> round(x.mean().item(), 1), round(x.std().item(), 1)
         (1.0, 2.0)
     """
-    from nnkit.random import default_generator
-
     m = x._impl.data
     draw = type(m).randn(m.shape, m.dtype, default_generator())
     if std != 1.0 or mean != 0.0:

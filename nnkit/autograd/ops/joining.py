@@ -9,9 +9,10 @@ back to each input, that of a tiling summed over the copies.
 from __future__ import annotations
 
 from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.ops._util import check_tensor, wrap_dim
+from nnkit.autograd.ops._util import _dims, _int, check_tensor, wrap_dim
 from nnkit.autograd.ops.indexing import getitem
 from nnkit.autograd.ops.shape import _shape_arg, cast, reshape, unsqueeze
+from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 
 __all__ = [
@@ -334,9 +335,6 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         >>> nnkit.tensor_split(nnkit.arange(7), [2, 5])
         (tensor([0, 1]), tensor([2, 3, 4]), tensor([5, 6]))
     """
-    from nnkit.autograd.ops.products import _int
-    from nnkit.autograd.tensor import Tensor
-
     check_tensor(input, "tensor_split")
     if input.ndim == 0:
         raise RuntimeError(
@@ -524,8 +522,6 @@ def tile(input, dims):
         >>> nnkit.tensor([[1, 2]]).tile((2,))
         tensor([[1, 2, 1, 2]])
     """
-    from nnkit.autograd.ops.products import _dims
-
     check_tensor(input, "tile")
     reps = _dims(dims, "tile", "dims")
     reps = (1,) * (input.ndim - len(reps)) + reps

@@ -23,7 +23,7 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_floating, check_tensor
 from nnkit.autograd.ops.activation import log_softmax
 from nnkit.autograd.ops.dim_index import index_select
-from nnkit.autograd.ops.elementwise import Softplus, abs, log
+from nnkit.autograd.ops.elementwise import Softplus, abs, exp, log
 from nnkit.autograd.ops.indexing import Gather
 from nnkit.autograd.ops.loss_fused import CrossEntropy
 from nnkit.autograd.ops.selection import clamp, where
@@ -549,8 +549,6 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False):
     _check_same_shape(input, target, op)
     target = _float_target(target, input)
     if log_target:
-        from nnkit.autograd.ops.elementwise import exp
-
         loss = exp(target) * (target - input)
     else:
         with no_grad():

@@ -8,6 +8,9 @@ import numpy as np
 
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.ops.indexing import getitem
+from nnkit.autograd.ops.joining import stack
+from nnkit.autograd.ops.shape import broadcast_shapes, expand
+from nnkit.autograd.tensor import Tensor
 
 __all__ = ["tril", "triu", "nonzero", "masked_select"]
 
@@ -108,9 +111,6 @@ def nonzero(input, *, as_tuple: bool = False):
         >>> x.nonzero(as_tuple=True)
         (tensor([0, 1]), tensor([1, 0]))
     """
-    from nnkit.autograd.ops.joining import stack
-    from nnkit.autograd.tensor import Tensor
-
     m = input._impl.data
     mats = (m if m.ndim else m.reshape((1,))).nonzero()
     parts = [Tensor._from_mat(m.astype(np.int64)) for m in mats]
@@ -141,8 +141,6 @@ def masked_select(input, mask):
         >>> x.masked_select(nnkit.tensor([True, False]))
         tensor([ 1.0, -3.0])
     """
-    from nnkit.autograd.ops.shape import broadcast_shapes, expand
-
     if mask.shape != input.shape:
         try:
             shape = broadcast_shapes(input.shape, mask.shape)

@@ -31,7 +31,8 @@ from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import wrap_dim
 from nnkit.autograd.ops.indexing import Gather
-from nnkit.autograd.ops.reduction import sum
+from nnkit.autograd.ops.reduction import any as _any
+from nnkit.autograd.ops.reduction import argmax, sum
 from nnkit.autograd.ops.selection import where
 from nnkit.autograd.ops.shape import reshape
 
@@ -282,9 +283,6 @@ def median(input, dim=None, keepdim: bool = False):
         )
     idx = _nth(x, d, (n - 1) // 2)
     if x.dtype.is_floating_point:
-        from nnkit.autograd.ops.reduction import any as _any
-        from nnkit.autograd.ops.reduction import argmax
-
         with no_grad():
             nan = x.isnan()
             idx = where(_any(nan, d, keepdim=True), argmax(nan.to("int64"), d, True), idx)

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from nnkit.autograd.factories import zeros
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
+from nnkit.autograd.tensor import Tensor
 
 __all__ = [
     "max_pool1d",
@@ -178,7 +180,6 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     out = _unbatched(res, input, nd)
     if not return_indices:
         return out
-    from nnkit.autograd.tensor import Tensor
 
     if res.grad_fn is not None:
         idx = res.grad_fn.idx
@@ -283,8 +284,6 @@ def _divisor(geom, pad, count_include_pad, mat):
 def _avg_pool(
     input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd, op
 ):
-    from nnkit.autograd.tensor import Tensor
-
     geom, pad = _geometry(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
     if not input.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating point input, got {input.dtype}")
@@ -382,8 +381,6 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _adaptive_matrix(n_in, n_out, like):
     """``(n_out, n_in)`` averaging matrix of adaptive pooling's windows."""
-    from nnkit.autograd.factories import zeros
-
     with no_grad():
         m = zeros(n_out, n_in, dtype=like.dtype, device=like.device)
         for i in range(n_out):  # n_out rows, not pixels: tiny

@@ -9,32 +9,15 @@ from __future__ import annotations
 import math
 
 from nnkit.autograd.function import ShapeError
-from nnkit.autograd.ops._util import check_tensor, wrap_dim
+from nnkit.autograd.ops._util import _dims, _int, check_tensor, wrap_dim
+from nnkit.autograd.ops.diagonals import diagonal
 from nnkit.autograd.ops.indexing import getitem
 from nnkit.autograd.ops.joining import stack
 from nnkit.autograd.ops.linalg import dot, matmul
 from nnkit.autograd.ops.shape import broadcast_shapes, expand, permute, reshape
+from nnkit.autograd.tensor import Tensor
 
 __all__ = ["addmm", "addmv", "baddbmm", "mv", "vdot", "tensordot", "kron", "cross", "einsum"]
-
-
-def _int(value, op, name):
-    from nnkit.autograd.tensor import Tensor
-
-    if isinstance(value, Tensor):
-        if value.numel() != 1 or value.dtype.is_floating_point:
-            raise TypeError(f"{op}: argument '{name}' must be an int or a 1-element integer tensor")
-        return int(value.item())
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{op}: argument '{name}' must be an int, got {type(value).__name__}")
-    return int(value)
-
-
-def _dims(value, op, name):
-    """An int or a sequence of ints as a tuple of ints."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_int(v, op, name) for v in value)
-    return (_int(value, op, name),)
 
 
 # ------------------------------------------------------------------- products
@@ -284,8 +267,6 @@ def tensordot(a, b, dims=2):
         tensor([[14.0, 32.0],
                 [32.0, 77.0]])
     """
-    from nnkit.autograd.tensor import Tensor
-
     check_tensor(a, "tensordot", "a")
     check_tensor(b, "tensordot", "b")
     if isinstance(dims, Tensor):
@@ -422,8 +403,6 @@ def _parse_term(term, x, k):
 
 def _take_diagonals(x, labels, k):
     """``x`` with each repeated label of one operand reduced to its diagonal."""
-    from nnkit.autograd.ops.diagonals import diagonal
-
     while len(set(labels)) != len(labels):
         lab = next(a for a in labels if labels.count(a) > 1)
         p = labels.index(lab)

@@ -14,7 +14,10 @@ from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import float_mat, reduce_dims, wrap_dim
 from nnkit.autograd.ops.elementwise import exp
-from nnkit.autograd.ops.shape import expand, reshape, sum_to
+from nnkit.autograd.ops.indexing import gather
+from nnkit.autograd.ops.selection import maximum, minimum
+from nnkit.autograd.ops.shape import clone, expand, reshape, sum_to
+from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 
 __all__ = [
@@ -325,18 +328,12 @@ class _ReturnTypes(tuple):
 
 
 def _max_min(input, dim, keepdim, is_max, other):
-    from nnkit.autograd.ops.indexing import gather
-    from nnkit.autograd.ops.selection import maximum, minimum
-    from nnkit.autograd.tensor import Tensor
-
     if isinstance(dim, Tensor):
         return (maximum if is_max else minimum)(input, dim)
     if dim is None:
         return (amax if is_max else amin)(input)
     d = wrap_dim(dim, input.ndim, "max" if is_max else "min")
     if input.ndim == 0:  # the value itself, at index 0 (as torch)
-        from nnkit.autograd.ops.shape import clone
-
         with no_grad():
             idx = argmax(input)
         return _ReturnTypes((clone(input), idx))

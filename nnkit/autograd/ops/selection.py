@@ -9,10 +9,12 @@ rule for its bounds, tensors or numbers).
 
 from __future__ import annotations
 
+from nnkit.autograd.factories import tensor
 from nnkit.autograd.function import Op
 from nnkit.autograd.ops._util import as_mat_pair, check_tensor
 from nnkit.autograd.ops.discrete import logical_and, logical_or
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
+from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.mat import ArrayMat
 
@@ -122,7 +124,6 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
-    from nnkit.autograd.tensor import Tensor
 
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return ClampTensor.apply(input, min, max)
@@ -318,8 +319,6 @@ def where(condition, input, other):
         >>> nnkit.where(nnkit.tensor([True, False]), nnkit.tensor([1.0, 2.0]), 0.5)
         tensor([1.0000, 0.5000])
     """
-    from nnkit.autograd.tensor import Tensor
-
     if not isinstance(condition, Tensor):
         raise TypeError("where: condition must be a boolean Tensor")
     if condition.dtype.name != "bool":
@@ -328,8 +327,6 @@ def where(condition, input, other):
             "(compare it, e.g. cond != 0)"
         )
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        from nnkit.autograd.factories import tensor
-
         input = tensor(input, device=condition.device)
     return Where.apply(condition, input, other)
 
@@ -359,8 +356,6 @@ def masked_fill(input, mask, value):
         tensor([[-1.0,  2.0],
                 [-1.0,  4.0]])
     """
-    from nnkit.autograd.tensor import Tensor
-
     if mask._impl.data.dtype.kind != "b":
         raise TypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
     kind = input._impl.data.dtype.kind
@@ -375,7 +370,5 @@ def masked_fill(input, mask, value):
     elif not (
         kind == "f" or isinstance(value, bool) or (kind in "iu" and isinstance(value, int))
     ):  # a number the scalar rules would promote: take input's dtype
-        from nnkit.autograd.factories import tensor
-
         value = tensor(value, dtype=input.dtype, device=input.device)
     return where(mask, value, input)

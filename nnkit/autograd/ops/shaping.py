@@ -11,12 +11,10 @@ joins and splits of issue 13 live in ``ops/joining.py``, the diagonals in
 from __future__ import annotations
 
 from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.ops._util import check_tensor, norm_dims, wrap_dim
+from nnkit.autograd.ops._util import _dims, _int, check_tensor, norm_dims, wrap_dim
 from nnkit.autograd.ops.indexing import getitem
 from nnkit.autograd.ops.joining import cat
 from nnkit.autograd.ops.products import (
-    _dims,
-    _int,
     addmm,
     addmv,
     baddbmm,

@@ -28,6 +28,7 @@ from nnkit.autograd.ops.reduction import _drop, _keep_shape, mean, sum
 from nnkit.autograd.ops.scan import CumProd, _cast_for_scan
 from nnkit.autograd.ops.selection import where
 from nnkit.autograd.ops.shape import reshape
+from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 
 __all__ = [
@@ -406,8 +407,6 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
-    from nnkit.autograd.tensor import Tensor
-
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}: input must be a float or double tensor, got {input.dtype}")
     if interpolation not in _INTERPOLATIONS:
