@@ -6,16 +6,21 @@ Network (float32, batch 64, sequence 32, input 32, hidden 128)::
 
 Three implementations, timed in alternation in one run (medians after warm-up):
 
-* nnkit: ``nnkit.nn.LSTM`` and ``nnkit.nn.Linear`` (the eager graph: per-step cells,
-  gradients of the sequence's pieces added into one buffer by the engine);
+* nnkit: ``nnkit.nn.LSTM`` and ``nnkit.nn.Linear`` in eager mode; the LSTM layer is one
+  fused op (``nnkit.autograd.ops.rnn_fused``: one GEMM for the input projection, one
+  GEMM and one in-place gate update per step, backpropagation through time in the
+  kernel with the weight gradients as one GEMM over all steps);
 * the NumPy floor: a hand-written forward and backward through time (one GEMM for the
   input projection of the whole sequence, one per step for the recurrence);
 * PyTorch CPU (when installed), ``torch.nn.LSTM`` with the same thread count.
 
-With ``--pieces-old`` nnkit's indexing backward materialises one zero-filled full-size
-gradient per piece (the behaviour before the engine summed pieces), for comparison.
+With ``--per-step`` nnkit's LSTM runs as per-step ops instead (``fused = False``: the
+eager graph of cells, gradients of the sequence's pieces added into one buffer by the
+engine), the path before the fused op. With ``--pieces-old`` that path's indexing
+backward materialises one zero-filled full-size gradient per piece (the behaviour before
+the engine summed pieces), for comparison.
 
-Run: ``python -m benchmarks.bench_lstm [--repeats 15] [--pieces-old]``.
+Run: ``python -m benchmarks.bench_lstm [--repeats 15] [--per-step] [--pieces-old]``.
 """
 
 from __future__ import annotations
@@ -139,6 +144,9 @@ def main(argv=None) -> None:
         action="store_true",
         help="a zero-filled full-size gradient per piece (the old backward)",
     )
+    ap.add_argument(
+        "--per-step", action="store_true", help="nnkit's LSTM as per-step ops (not fused)"
+    )
     args = ap.parse_args(argv)
     if args.pieces_old:
         _old_piece_gradients()
@@ -149,6 +157,7 @@ def main(argv=None) -> None:
     params = init_params()
     floor_params = {k: v.copy() for k, v in params.items()}
     lstm, head, opt = make_nnkit(params)
+    lstm.fused = not args.per_step
     nx, ny = nnkit.tensor(x), nnkit.tensor(y)
     ce = nnkit.nn.functional.cross_entropy
     fns = {
@@ -166,7 +175,8 @@ def main(argv=None) -> None:
         )
     med = interleaved_medians(fns, repeats=args.repeats, warmup=3)
     floor = med["numpy floor"]
-    label = " (old piece gradients)" if args.pieces_old else ""
+    label = " (per-step LSTM)" if args.per_step else ""
+    label += " (old piece gradients)" if args.pieces_old else ""
     print(
         f"LSTM training step{label}, batch {BATCH}, seq {SEQ}, in {IN}, hidden {HIDDEN}, "
         f"float32 ({env_line()})"

@@ -3,10 +3,17 @@
 nnkit (raw Tensor ops, cross-entropy composed from logsumexp and gather) next to a
 hand-written NumPy forward+backward+SGD of the same network (the floor) and PyTorch
 CPU where installed; same thread count, timed in alternation in one run.
-Run: ``python -m benchmarks.bench_mlp``.
+
+``--sweep 16,64,128,512,1024`` repeats the measurement for each batch size and prints
+one row per batch: floor / torch / nnkit samples/s and nnkit's ratios to both (small
+batches show the per-op overhead, large ones the GEMMs).
+
+Run: ``python -m benchmarks.bench_mlp [--sweep 16,64,128,512,1024] [--repeats 25]``.
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 
@@ -83,11 +90,12 @@ def torch_step(torch, params, x, y):
             p.grad = None
 
 
-def main() -> None:
+def measure(batch: int, repeats: int) -> dict:
+    """Median seconds per training step of each contender at ``batch``."""
     rng = np.random.default_rng(0)
     init = _init(rng)
-    xv = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    yv = rng.integers(0, SIZES[-1], BATCH)
+    xv = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
+    yv = rng.integers(0, SIZES[-1], batch)
     nk = [nnkit.tensor(p, requires_grad=True) for p in init]
     x, y = nnkit.tensor(xv), nnkit.tensor(yv)
     npp = [p.copy() for p in init]
@@ -97,7 +105,31 @@ def main() -> None:
         tp = [torch.tensor(p, requires_grad=True) for p in init]
         tx, ty = torch.tensor(xv), torch.tensor(yv)
         fns["torch"] = lambda: torch_step(torch, tp, tx, ty)
-    res = interleaved_medians(fns, repeats=25, warmup=3)
+    return interleaved_medians(fns, repeats=repeats, warmup=3)
+
+
+def sweep(batches, repeats: int) -> None:
+    print(f"MLP {'-'.join(map(str, SIZES))} train step, float32 ({env_line()}); samples/s")
+    print(
+        f"{'batch':>6} {'floor':>9} {'torch':>9} {'nnkit':>9} {'nnkit/floor':>12} "
+        f"{'nnkit/torch':>12}"
+    )
+    for batch in batches:
+        res = measure(batch, repeats)
+        floor, nk = batch / res["numpy floor"], batch / res["nnkit"]
+        tor = batch / res["torch"] if "torch" in res else float("nan")
+        print(f"{batch:6d} {floor:9.0f} {tor:9.0f} {nk:9.0f} {nk / floor:11.2f}x {nk / tor:11.2f}x")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=25)
+    ap.add_argument("--sweep", help="comma-separated batch sizes, e.g. 16,64,128,512,1024")
+    args = ap.parse_args(argv)
+    if args.sweep:
+        sweep([int(b) for b in args.sweep.split(",")], args.repeats)
+        return
+    res = measure(BATCH, args.repeats)
     print(f"MLP {'-'.join(map(str, SIZES))} train step, batch {BATCH}, float32 ({env_line()})")
     floor = res["numpy floor"]
     for name, t in res.items():

@@ -530,6 +530,31 @@ row(
     lambda i, w: w[i] * (i != 2)[..., None],
     lambda rng: [Sample((np.array([0, 2, 2, 4, 1]), rn(rng, 5, 3)))],
 )
+
+
+def ref_embedding_max_norm(i, w, max_norm, norm_type):
+    """Rows named in ``i`` with a ``norm_type``-norm above ``max_norm`` scaled by
+    ``max_norm / (norm + 1e-7)``, then looked up."""
+    w = w.copy()
+    for r in np.unique(i):
+        n = np.linalg.norm(w[r], ord=norm_type)
+        w[r] *= max_norm / (n + 1e-7) if n > max_norm else 1.0
+    return w[i]
+
+
+# max_norm renormalises the table in place under no_grad, so its gradient is not the
+# derivative of the output (as torch): a forward-only row, on a detached copy of the table
+# (gradient and in-place behaviour are checked in tests/autograd/test_embedding_maxnorm.py)
+row(
+    "embedding_max_norm",
+    lambda i, w, **kw: F.embedding(i, w.detach().clone(), **kw),
+    ref_embedding_max_norm,
+    lambda rng: [
+        Sample((rng.integers(0, 6, (2, 4)), rn(rng, 6, 3)), dict(max_norm=1.0, norm_type=p))
+        for p in (1.0, 2.0, float("inf"), 3.0)
+    ],
+    differentiable=False,
+)
 row(
     "pad",
     F.pad,
@@ -770,3 +795,11 @@ row(
         ),
     ],
 )
+
+from tests.optable_rnn import OPS as _RNN_OPS  # noqa: E402  (the fused recurrent op)
+
+OPS += _RNN_OPS
+
+from tests.optable_attention import OPS as _ATTENTION_OPS  # noqa: E402  (multi-head form)
+
+OPS += _ATTENTION_OPS

@@ -69,6 +69,10 @@ def _offsets(kernel, out, stride, dilation):
         )
 
 
+# Channel counts below this build im2col columns by kernel offset (see conv_im2col).
+_SHORT_RUN = 8
+
+
 def _disjoint(kernel, stride, dilation):
     return all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
 
@@ -102,10 +106,20 @@ class NNKernelsMixin:
     def conv_im2col(self, kernel, stride, dilation, pads, groups):
         """Columns ``(G, N * prod(out), prod(kernel) * C/G)`` (one copy) of this input."""
         xp = self.xp
-        win = _cl_windows(xp, _cl_padded(xp, self.array, pads), kernel, stride, dilation)
+        v = _cl_padded(xp, self.array, pads)
+        win = _cl_windows(xp, v, kernel, stride, dilation)
         n, c = win.shape[0], win.shape[-1]
-        rows = n * math.prod(win.shape[1 : 1 + len(kernel)])
+        out = win.shape[1 : 1 + len(kernel)]
+        rows = n * math.prod(out)
         width = math.prod(kernel) * (c // groups)  # explicit: an empty batch has no -1
+        if groups == 1 and c < _SHORT_RUN:
+            # few channels: the window copy's inner loop would run over a handful of
+            # elements; one strided slice copy per kernel offset streams whole rows
+            cols = xp.empty((rows, math.prod(kernel), c), dtype=v.dtype)
+            dest = cols.reshape((n,) + out + (math.prod(kernel), c))
+            for k, sl in _offsets(kernel, out, stride, dilation):
+                dest[..., k, :] = v[sl]
+            return self._new(cols.reshape(1, rows, width))
         if groups == 1:
             return self._new(xp.ascontiguousarray(win).reshape(1, rows, width))
         win = win.reshape(win.shape[:-1] + (groups, c // groups))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from nnkit.autograd.factories import empty, ones
+from nnkit.autograd.ops.attention import ScaledDotProductAttention, fused_attention_ok
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import bool_
 from nnkit.layers import _functional as F
@@ -25,6 +26,18 @@ def _apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
     if mask.dtype == bool_:
         return scores.masked_fill(mask, float("-inf"))
     return scores + mask
+
+
+def _fused_mask(attn_mask: Tensor | None, key_padding_mask: Tensor | None):
+    """The one mask the fused op takes (boolean: True keeps), or False where the two
+    masks cannot merge with the composite's rounding (a float mask with another)."""
+    masks = [m for m in (attn_mask, key_padding_mask) if m is not None]
+    if not masks:
+        return None
+    if all(m.dtype == bool_ for m in masks):
+        ignore = masks[0] if len(masks) == 1 else masks[0] | masks[1]
+        return ~ignore
+    return masks[0] if len(masks) == 1 else False
 
 
 class MultiheadAttention(Module):
@@ -114,8 +127,6 @@ class MultiheadAttention(Module):
         bq, bk, bv = (None,) * 3 if b is None else (b[:e], b[e : 2 * e], b[2 * e :])
         if self._qkv_same_embed_dim:
             w = self.in_proj_weight
-            if query is key and key is value:  # self-attention: one matmul for Q, K and V
-                return F.linear(query, w, b).chunk(3, -1)
             wq, wk, wv = w[:e], w[e : 2 * e], w[2 * e :]
         else:
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
@@ -183,18 +194,41 @@ class MultiheadAttention(Module):
         n, length, _ = query.shape
         source = key.shape[1]
         h, d = self.num_heads, self.head_dim
-        q, k, v = self._project(query, key, value)
-        q = q.reshape(n, length, h, d).transpose(1, 2)
-        k = k.reshape(n, source, h, d).transpose(1, 2)
-        v = v.reshape(n, source, h, d).transpose(1, 2)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+        scale = 1.0 / math.sqrt(d)
         if attn_mask is None and is_causal:
             attn_mask = ones(length, source, dtype=bool_, device=query.device).triu(1)
         if attn_mask is not None and attn_mask.ndim == 3:
             attn_mask = attn_mask.reshape(n, h, length, source)
-        scores = _apply_mask(scores, attn_mask)
         if key_padding_mask is not None:
-            scores = _apply_mask(scores, key_padding_mask.reshape(n, 1, 1, source))
+            key_padding_mask = key_padding_mask.reshape(n, 1, 1, source)
+        packed = self._qkv_same_embed_dim and query is key and key is value
+        if packed:  # self-attention: one GEMM projects Q, K and V
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            q, k, v = qkv, None, None
+        else:
+            q, k, v = self._project(query, key, value)
+        mask = _fused_mask(attn_mask, key_padding_mask)
+        if (
+            not (self.training and self.dropout)
+            and mask is not False
+            and fused_attention_ok(q, q if packed else k, q if packed else v, mask)
+        ):
+            # one fused op, heads split and merged in place: no scores, mask or head
+            # copies kept for backward
+            res = ScaledDotProductAttention.apply(
+                q, k, v, mask, scale, weights=need_weights, heads=h
+            )
+            out, weights = res if need_weights else (res, None)
+            if weights is not None and average:
+                weights = weights.mean(1)
+            return self.out_proj(out), weights
+        if packed:
+            q, k, v = qkv.chunk(3, -1)
+        q = q.reshape(n, length, h, d).transpose(1, 2)
+        k = k.reshape(n, source, h, d).transpose(1, 2)
+        v = v.reshape(n, source, h, d).transpose(1, 2)
+        scores = _apply_mask((q @ k.transpose(-2, -1)) * scale, attn_mask)
+        scores = _apply_mask(scores, key_padding_mask)
         weights = F.softmax(scores, dim=-1)
         attn = F.dropout(weights, self.dropout, True) if self.training and self.dropout else weights
         out = (attn @ v).transpose(1, 2).reshape(n, length, self.embed_dim)

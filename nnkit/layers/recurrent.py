@@ -1,7 +1,10 @@
 """Recurrent layers: ``RNN``, ``LSTM`` and ``GRU`` (PyTorch semantics and names).
 
-The input projection of a layer is computed for every time step in one matmul; only
-the recurrent part (``h @ W_hhᵀ`` and the gates) loops over time. Parameters are named
+Each layer and direction runs as one fused op (:mod:`nnkit.autograd.ops.rnn_fused`:
+the input projection of every time step in one GEMM, then one GEMM and one gate update
+per step, and backpropagation through time in one backward). Its backward is not
+differentiable again; a layer with ``fused = False`` (an attribute, True by default)
+runs per-step ops instead, which support double backward. Parameters are named
 ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}`` (with a
 ``_reverse`` suffix for the backward direction) and hold the gates stacked in PyTorch's
 order: LSTM ``(i, f, g, o)``, GRU ``(r, z, n)``.
@@ -11,8 +14,10 @@ from __future__ import annotations
 
 import math
 
+from nnkit.autograd import function as _function
 from nnkit.autograd.factories import empty, zeros
 from nnkit.autograd.ops import cat, relu, sigmoid, stack, tanh
+from nnkit.autograd.ops.rnn_fused import rnn_sequence
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import _functional as F
 from nnkit.layers import initializers as init
@@ -26,6 +31,10 @@ class _RNNBase(Module):
 
     _num_gates = 1
     _has_cell = False
+    # Run each layer and direction as one fused op (nnkit.autograd.ops.rnn_fused); False
+    # runs per-step ops, which also support double backward (create_graph twice).
+    fused = True
+    _fused_mode = None  # the fused op's mode ('lstm', 'gru'); None: per-step ops only
 
     def __init__(
         self,
@@ -186,8 +195,21 @@ class _RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         return x, [stack(f, 0) for f in finals]
 
+    def _mode(self) -> str:
+        return self._fused_mode
+
     def _run_direction(self, x: Tensor, state: tuple, weights: tuple, reverse: bool):
         w_ih, w_hh, b_ih, b_hh = weights
+        # per-step ops while nnkit.onnx traces op by op (a subclass: not mapped whole)
+        mode = self._mode() if self.fused else None
+        if mode and x.shape[0] and x.dtype.is_floating_point and _function.trace_hook is None:
+            dtype = x.dtype
+            if all(t is None or t.dtype == dtype for t in (*state, *weights)):
+                res = rnn_sequence(
+                    mode, x, state[0], state[1] if self._has_cell else None, *weights,
+                    reverse=reverse,
+                )  # fmt: skip
+                return res[0], res[1:]
         steps, batch, _ = x.shape
         projected = x.reshape(steps * batch, x.shape[2]) @ w_ih.T
         if b_ih is not None:
@@ -274,6 +296,9 @@ class RNN(_RNNBase):
             dtype=dtype,
         )
 
+    def _mode(self) -> str:
+        return "rnn_" + self.nonlinearity
+
     def _cell(self, x_t, state, w_hh_t, b_hh):
         pre = x_t + state[0] @ w_hh_t
         return (tanh(pre) if self.nonlinearity == "tanh" else relu(pre),)
@@ -301,6 +326,7 @@ class LSTM(_RNNBase):
 
     _num_gates = 4
     _has_cell = True
+    _fused_mode = "lstm"
 
     def _cell(self, x_t, state, w_hh_t, b_hh):
         h, c = state
@@ -323,6 +349,7 @@ class GRU(_RNNBase):
     """
 
     _num_gates = 3
+    _fused_mode = "gru"
 
     def _input_bias(self, b_ih, b_hh):
         return b_ih  # b_hn sits inside r ⊙ (...), so b_hh is added per step

@@ -15,6 +15,7 @@ from nnkit.autograd.ops import (
     activation,
     activation_extra,
     arithmetic,
+    attention,
     conv,
     dim_index,
     discrete,
@@ -23,6 +24,7 @@ from nnkit.autograd.ops import (
     joining,
     linalg,
     nn_misc,
+    norm,
     pool,
     reduction,
     selection,
@@ -251,6 +253,68 @@ def _matmul(g, args, kwargs, out):
     else:
         axis = default_axis(g, args, out)
     _bind(g, out, name, args, axis)
+
+
+@_register(nn_misc.Linear)
+def _linear(g, args, kwargs, out):
+    """``x W^T + b`` (2-d x) as Transpose, MatMul and Add, as the unfused ops export."""
+    x, w, b = args[:3]
+    name = g.node("MatMul", [g.name(x), _transpose_last(g, g.name(w), 2)])
+    _bind(g, out, g.node("Add", [name, g.name(b)]), args)
+
+
+@_register(attention.ScaledDotProductAttention)
+def _sdpa(g, args, kwargs, out):
+    """The fused attention as its composite's nodes: MatMul, Mul, Where or Add,
+    Softmax, MatMul (the weights, when returned, are the Softmax's output)."""
+    q, k, v, mask, scale = args[:5]
+    heads = kwargs.get("heads")
+    dtype = to_numpy_dtype(q)
+    if heads is None:
+        qn, kn, vn = g.name(q), g.name(k), g.name(v)
+    elif k is None:  # the packed (N, L, 3E) projection: (3, N, H, L, D), then q, k, v
+        t = g.node("Reshape", [g.name(q), g.ints([0, 0, 3, heads, q.shape[-1] // (3 * heads)])])
+        t = g.node("Transpose", [t], perm=[2, 0, 3, 1, 4])
+        qn, kn, vn = (
+            g.node("Gather", [t, g.const(np.array(j, np.int64), "index")], axis=0) for j in range(3)
+        )
+    else:
+        qn, kn, vn = (
+            g.node(
+                "Transpose",
+                [g.node("Reshape", [g.name(a), g.ints([0, 0, heads, a.shape[-1] // heads])])],
+                perm=[0, 2, 1, 3],
+            )
+            for a in (q, k, v)
+        )
+    s = g.node("MatMul", [qn, _transpose_last(g, kn, 4 if heads else k.ndim)])
+    s = g.node("Mul", [s, g.name(scale, dtype=dtype)])
+    if mask is not None and mask.dtype.name == "bool":
+        s = g.node("Where", [g.name(mask), s, g.name(-np.inf, dtype=dtype)])
+    elif mask is not None:
+        s = g.node("Add", [s, _input(g, mask, dtype)])
+    p = g.node("Softmax", [s], axis=-1)
+    outs = out if isinstance(out, tuple) else (out,)
+    res = g.node("MatMul", [p, vn])
+    if heads is not None:  # (N, H, L, D) -> (N, L, E)
+        res = g.node("Transpose", [res], perm=[0, 2, 1, 3])
+        res = g.node("Reshape", [res, g.ints([0, 0, outs[0].shape[-1]])])
+    _bind(g, outs[0], res, args)
+    if len(outs) > 1:
+        _bind(g, outs[1], p, args)
+
+
+@_register(norm.LayerNorm)
+def _layer_norm(g, args, kwargs, out):
+    """The fused layer norm as ONNX's LayerNormalization (opset 17, nnkit's minimum)."""
+    x, weight, bias, k, eps = args[:5]
+    scale = (
+        g.name(weight)
+        if weight is not None
+        else g.const(np.ones(x.shape[x.ndim - k :], to_numpy_dtype(x)), "ones")
+    )
+    inputs = [g.name(x), scale] + ([] if bias is None else [g.name(bias)])
+    _bind(g, out, g.node("LayerNormalization", inputs, axis=-k, epsilon=float(eps)), args)
 
 
 # ---- shapes

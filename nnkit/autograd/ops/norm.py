@@ -2,20 +2,66 @@
 
 All are composed from reductions and elementwise ops (STYLE §6): the statistics
 are part of the graph, so gradients flow through the mean and variance and double
-backward works without a hand-written backward.
+backward works without a hand-written backward. ``layer_norm`` on floating inputs is
+the exception, for speed: one :class:`LayerNorm` op (forward bitwise the composite's,
+see :mod:`nnkit.backends.norm_kernels`) whose backward is one kernel, or with
+``create_graph`` the same formula in differentiable Tensor ops.
 """
 
 from __future__ import annotations
 
 import math
 
-from nnkit.autograd.function import ShapeError
-from nnkit.autograd.grad_mode import no_grad
+from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.grad_mode import is_grad_enabled, no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.elementwise import rsqrt
 from nnkit.autograd.ops.selection import clamp
+from nnkit.autograd.ops.shape import sum_to
+from nnkit.backends.norm_kernels import layer_norm_backward, layer_norm_forward
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
+
+
+class LayerNorm(Op):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``k`` dimensions
+    (``weight`` and ``bias`` Mats of ``x``'s dtype, or None)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, k, eps):
+        y, xhat, rstd = layer_norm_forward(x, weight, bias, k, eps)
+        ctx.k, ctx.eps = k, eps
+        ctx.save_for_backward(x, weight, xhat, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight, xhat, rstd = ctx.saved_tensors
+        need = ctx.needs_input_grad[:3]
+        if is_grad_enabled():  # create_graph: the formula in differentiable Tensor ops
+            dims = tuple(range(x.ndim - ctx.k, x.ndim))
+            xhat, _, var = _standardize(x, dims, ctx.eps)
+            g = grad_output
+            dxh = g if weight is None else g * weight
+            gx = dxh - dxh.mean(dims, keepdim=True) - xhat * (dxh * xhat).mean(dims, keepdim=True)
+            gx = gx * rsqrt(var + ctx.eps) if need[0] else None
+            shape = tuple(x.shape[x.ndim - ctx.k :])
+            gw = sum_to(g * xhat, shape) if need[1] else None
+            gb = sum_to(g, shape) if need[2] else None
+        else:
+            gx, gw, gb = LayerNormGrad.apply(grad_output, xhat, rstd, weight, ctx.k, need)
+        if gx is not None:
+            gx = sum_to(gx, x.shape)
+        return gx, gw, gb, None, None
+
+
+class LayerNormGrad(Op):
+    """:class:`LayerNorm`'s gradients from the saved ``xhat`` and ``rstd`` (run only
+    without ``create_graph``, so it is never recorded)."""
+
+    @staticmethod
+    def forward(ctx, g, xhat, rstd, weight, k, need):
+        return layer_norm_backward(g, xhat, rstd, weight, k, need)
 
 
 def _standardize(x, dims, eps):
@@ -138,7 +184,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     Returns:
         A tensor of ``input``'s shape.
 
-    Gradient: through the statistics, as PyTorch's.
+    Gradient: through the statistics, as PyTorch's: with ``xhat`` the normalised input
+    and ``d = g * weight``, ``rstd * (d - mean(d) - xhat * mean(d * xhat))`` for the
+    input, ``g * xhat`` and ``g`` summed over the leading dimensions for weight and bias.
 
     Raises:
         ShapeError: if the input does not end with ``normalized_shape``.
@@ -159,6 +207,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise ShapeError(f"layer_norm: {name} must have shape {shape}, got {tuple(t.shape)}")
+    if input.is_floating_point() and all(
+        t is None or t.dtype == input.dtype for t in (weight, bias)
+    ):
+        return LayerNorm.apply(input, weight, bias, k, eps)
     out, _, _ = _standardize(input, tuple(range(input.ndim - k, input.ndim)), eps)
     if weight is not None:
         out = out * weight

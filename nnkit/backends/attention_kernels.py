@@ -1,0 +1,154 @@
+"""Fused scaled-dot-product attention kernels, written against ``xp`` (NumPy and CuPy).
+
+:func:`sdpa_forward` forms the scores ``q k^T`` in one batched GEMM and scales, masks
+and normalises them in place (the softmax shifted by each row's maximum, ``exp``
+computed once), then multiplies by ``v``: the attention weights ``p`` are the only
+``(..., L, S)`` array it allocates besides the scores it overwrites. The values are the
+composite's (``matmul``, ``* scale``, ``where``/``+ mask``, ``softmax``, ``matmul``)
+operation for operation.
+
+:func:`sdpa_backward` reuses the saved ``p``: ``dv = p^T g``, ``ds = p (dp - rowsum(dp
+p))`` with ``dp = g v^T`` formed in place, ``dq = scale ds k``, ``dk = scale ds^T q``.
+
+With ``heads`` (multi-head attention) q, k and v come as ``(N, L, E)`` arrays (or q as
+the packed ``(N, L, 3E)`` projection, k and v None) and are read as ``(N, H, L, E/H)``
+strided views; the output and the gradients are written by the GEMMs straight into
+``(N, L, E)`` (``(N, L, 3E)``) buffers, so splitting and merging heads copies nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["sdpa_forward", "sdpa_backward"]
+
+
+def _split(a, heads):
+    """``(N, L, E)`` -> the ``(N, H, L, E/H)`` view (a copy only if ``a``'s strides
+    cannot be split)."""
+    n, length, e = a.shape
+    return a.reshape(n, length, heads, e // heads).transpose(0, 2, 1, 3)
+
+
+def _split_packed(a, heads):
+    """``(N, L, 3E)`` -> three ``(N, H, L, E/H)`` views: q, k and v."""
+    n, length, e3 = a.shape
+    v = a.reshape(n, length, 3, heads, e3 // (3 * heads)).transpose(2, 0, 3, 1, 4)
+    return v[0], v[1], v[2]
+
+
+def _heads_buffer(xp, n, length, parts, heads, d, dtype):
+    """An ``(N, L, parts, H, D)`` buffer and its ``(N, H, L, D)`` view per part."""
+    buf = xp.empty((n, length, parts, heads, d), dtype=dtype)
+    return buf, [buf[:, :, j].transpose(0, 2, 1, 3) for j in range(parts)]
+
+
+def _matmul_into(xp, a, b, out) -> None:
+    if xp is np:
+        np.matmul(a, b, out=out)
+    else:  # a strided ``out`` through a temporary
+        out[...] = xp.matmul(a, b)
+
+
+def _scores(xp, q, k, mask, scale):
+    """``q k^T * scale`` masked: a boolean ``mask`` keeps where True (``-inf``
+    elsewhere), a float one is added; broadcast to the masked shape where needed."""
+    s = xp.matmul(q, k.swapaxes(-1, -2))
+    s *= scale
+    if mask is None:
+        return s
+    shape = np.broadcast_shapes(s.shape, mask.shape)
+    if shape != s.shape:
+        s = xp.ascontiguousarray(xp.broadcast_to(s, shape))
+    if mask.dtype == np.bool_:
+        return xp.where(mask, s, xp.asarray(-np.inf, dtype=s.dtype))
+    s += mask
+    return s
+
+
+def _softmax_(xp, s):
+    """Softmax over the last axis, in place; an all ``-inf`` row gives NaN (torch)."""
+    m = s.max(axis=-1, keepdims=True)
+    m = xp.where(m == -np.inf, xp.zeros((), s.dtype), m)
+    s -= m
+    xp.exp(s, out=s)
+    t = s.sum(axis=-1, keepdims=True)
+    s /= xp.where(t > 0, t, xp.asarray(np.nan, dtype=t.dtype))
+    return s
+
+
+def _inputs(q, k, v, heads):
+    if heads is None:
+        return q.array, k.array, v.array
+    if k is None:
+        return _split_packed(q.array, heads)
+    return _split(q.array, heads), _split(k.array, heads), _split(v.array, heads)
+
+
+def sdpa_forward(q, k, v, mask, scale: float, heads=None):
+    """``(softmax(q k^T * scale + mask) v, p)`` for Mats ``q``, ``k``, ``v`` (``mask`` a
+    Mat or None); the second result is the attention weights ``p``. With ``heads`` the
+    inputs are ``(N, L, E)`` (or q packed, k and v None) and so is the output."""
+    xp = q.xp
+    qa, ka, va = _inputs(q, k, v, heads)
+    s = _scores(xp, qa, ka, None if mask is None else mask.array, scale)
+    p = _softmax_(xp, s) if s.size else s  # an empty row has no maximum to shift by
+    if heads is None:
+        return q._new(xp.matmul(p, va)), q._new(p)
+    n, length, d = qa.shape[0], qa.shape[2], va.shape[3]
+    buf, (view,) = _heads_buffer(xp, n, length, 1, heads, d, p.dtype)
+    _matmul_into(xp, p, va, view)  # (N, H, L, D) products written as (N, L, H, D)
+    return q._new(buf.reshape(n, length, heads * d)), q._new(p)
+
+
+def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None):
+    """The gradients ``(dq, dk, dv, ds)`` for the output gradient ``g`` (and ``gp``, the
+    weights' gradient, or None); ``need`` flags which of q, k, v and the (float) mask
+    are wanted; ``ds``, the scores' gradient, is the mask's. Unwanted ones are None;
+    the others have the broadcast batch shape (the caller sums them to the inputs').
+    With ``heads`` they have the inputs' ``(N, L, E)`` shapes (packed: one ``dq`` of
+    ``(N, L, 3E)``, dk and dv None)."""
+    xp = g.xp
+    qa, ka, va = _inputs(q, k, v, heads)
+    ga, pa = (g.array if heads is None else _split(g.array, heads)), p.array
+    packed = heads is not None and k is None
+    if packed:
+        need = (need[0], need[0], need[0], need[3])
+    views, bufs = [None] * 3, [None] * 3
+    if packed and need[0]:  # dq, dk, dv written into one (N, L, 3E) buffer
+        bufs[0], views = _heads_buffer(
+            xp, qa.shape[0], qa.shape[2], 3, heads, qa.shape[3], pa.dtype
+        )
+    elif heads is not None:  # each into an (N, L, E) buffer
+        for j, a in enumerate((qa, ka, va)):
+            if need[j]:
+                bufs[j], (views[j],) = _heads_buffer(
+                    xp, a.shape[0], a.shape[2], 1, heads, a.shape[3], pa.dtype
+                )
+
+    def product(a, b, j):
+        if views[j] is None:
+            return xp.matmul(a, b)
+        _matmul_into(xp, a, b, views[j])
+        return views[j]
+
+    dv = product(pa.swapaxes(-1, -2), ga, 2) if need[2] else None
+    ds = None
+    if need[0] or need[1] or need[3]:
+        ds = xp.matmul(ga, va.swapaxes(-1, -2))
+        if gp is not None:
+            ds = ds + gp.array
+        if ds.shape != pa.shape:
+            ds = xp.ascontiguousarray(xp.broadcast_to(ds, np.broadcast_shapes(ds.shape, pa.shape)))
+        ds -= (ds * pa).sum(axis=-1, keepdims=True)
+        ds *= pa
+    dq = product(ds, ka, 0) if need[0] else None
+    dk = product(ds.swapaxes(-1, -2), qa, 1) if need[1] else None
+    for t in (dq, dk):
+        if t is not None:
+            t *= scale
+    dmask = None if not need[3] else q._new(ds)
+    if heads is None:
+        return *[None if t is None else q._new(t) for t in (dq, dk, dv)], dmask
+    res = [None if b is None else q._new(b.reshape(b.shape[0], b.shape[1], -1)) for b in bufs]
+    return res[0], res[1], res[2], dmask
