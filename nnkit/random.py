@@ -11,6 +11,8 @@ import threading
 
 import numpy as np
 
+from nnkit.backends.recording import unsafe
+
 __all__ = [
     "manual_seed",
     "seed",
@@ -45,6 +47,7 @@ def manual_seed(seed: int) -> np.random.Generator:
     seed = int(seed)
     if seed < 0:
         raise ValueError(f"manual_seed: seed must be non-negative, got {seed}")
+    unsafe("the step seeds nnkit's random generator")  # nnkit.compile cannot replay that
     with _lock:
         _initial_seed = seed
         _generator.bit_generator.state = np.random.PCG64(seed).state
@@ -107,6 +110,7 @@ def set_rng_state(state: dict) -> None:
     Args:
         state: the dict returned by :func:`get_rng_state`.
     """
+    unsafe("the step sets nnkit's random state")  # nnkit.compile cannot replay that
     _generator.bit_generator.state = state
 
 

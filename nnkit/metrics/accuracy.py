@@ -12,7 +12,11 @@ import numbers
 from typing import Any
 
 from nnkit.autograd.tensor import Tensor
-from nnkit.metrics.base import MeanMetricWrapper, squeeze_or_expand_to_same_rank
+from nnkit.metrics.base import (
+    MeanMetricWrapper,
+    check_class_ids,
+    squeeze_or_expand_to_same_rank,
+)
 
 __all__ = [
     "Accuracy",
@@ -147,11 +151,7 @@ def in_top_k(targets: Tensor, predictions: Tensor, k: int) -> Tensor:
     """
     num_classes = predictions.shape[-1]
     targets = targets.long()
-    if targets.numel() and bool(((targets < 0) | (targets >= num_classes)).any().item()):
-        raise ValueError(
-            f"in_top_k: target class ids must lie in [0, {num_classes}); "
-            f"got {targets.min().item()}..{targets.max().item()}"
-        )
+    check_class_ids(targets, num_classes, "in_top_k")
     target_score = predictions.gather(1, targets.reshape(-1, 1))
     higher = (predictions > target_score).long().sum(-1)
     return (higher < k) & target_score.reshape(-1).isfinite()

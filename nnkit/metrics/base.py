@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nnkit.autograd.factories import as_tensor, tensor, zeros, zeros_like
+from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops import broadcast_to, where
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.check_kernels import check_class_ids as _check_class_ids
 from nnkit.backends.dtypes import get_default_dtype, to_dtype
 from nnkit.layers.naming import auto_name, to_snake_case
 
@@ -41,6 +43,14 @@ def to_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)
     return t
+
+
+def check_class_ids(ids: Tensor, num_classes: int, what: str) -> None:
+    """Raise a ValueError naming ``what`` when an id of the integer tensor ``ids`` lies
+    outside ``[0, num_classes)``. The check is a kernel, not a read into Python: a step
+    compiled by ``nnkit.compile`` repeats it at every replay."""
+    message = f"{what}: target class ids must lie in [0, {num_classes}); got {{lo}}..{{hi}}"
+    _check_class_ids(ids._impl.data, num_classes, message)
 
 
 def divide_no_nan(num: Tensor, den: Tensor) -> Tensor:
@@ -292,29 +302,43 @@ class Metric:
                 f"{type(self).__name__}: expected {len(self._variable_names)} state values "
                 f"(one per variable of `{type(self).__name__}().variables`), got {len(values)}"
             )
-        for name, value in zip(self._variable_names, values):
+        news = [to_tensor(v, getattr(self, n).dtype) for n, v in zip(self._variable_names, values)]
+        for name, new in zip(self._variable_names, news):  # all checked before any write
             old = getattr(self, name)
-            new = to_tensor(value, old.dtype)
             if tuple(new.shape) != tuple(old.shape):
                 raise ValueError(
                     f"{type(self).__name__}: state {name!r} has shape "
                     f"{tuple(old.shape)}, got a value of shape {tuple(new.shape)}"
                 )
-            object.__setattr__(self, name, new)
+        with no_grad():
+            for name, new in zip(self._variable_names, news):
+                self._write(name, new)
+
+    def _write(self, name: str, value: Tensor) -> None:
+        """``state[name] = value`` in place (rebound only to move to another device): a
+        step compiled by ``nnkit.compile`` holds the state tensors and replays writes."""
+        cur = getattr(self, name)
+        if cur.device != value.device:
+            object.__setattr__(self, name, value.clone())
+        else:
+            cur.copy_(value)
 
     def _assign_add(self, name: str, delta: Tensor) -> None:
-        """``state[name] += delta`` (moving the state to ``delta``'s device if needed)."""
+        """``state[name] += delta`` in place (first moved to ``delta``'s device if need be)."""
         cur = getattr(self, name)
         if cur.device != delta.device:
             cur = cur.to(delta.device)
+            object.__setattr__(self, name, cur)
         if delta.dtype != cur.dtype:
             delta = delta.to(cur.dtype)
-        object.__setattr__(self, name, cur + delta)
+        with no_grad():
+            cur.add_(delta.detach())
 
     def reset_state(self) -> None:
-        """Zero every state variable (called by ``fit`` at the start of each epoch)."""
-        for name in self._variable_names:
-            object.__setattr__(self, name, zeros_like(getattr(self, name)))
+        """Zero every state variable, in place (called by ``fit`` at each epoch's start)."""
+        with no_grad():
+            for name in self._variable_names:
+                getattr(self, name).zero_()
 
     def merge_state(self, metrics: Metric | Iterable[Metric]) -> None:
         """Add the states of ``metrics`` (same class and configuration) into this one.
@@ -377,15 +401,16 @@ class Metric:
         return self.result()
 
     def _swap_state(self, values: Sequence[Any]) -> list[Tensor]:
-        old = self.variables
+        old = [v.clone() for v in self.variables]
         self.set_variables(values)
         return old
 
     def _restore_state(self, old: list[Tensor]) -> None:
-        for i, name in enumerate(self._variable_names):
-            # a lazy metric built during a stateless call keeps zero state of its own
-            value = old[i] if i < len(old) else zeros_like(getattr(self, name))
-            object.__setattr__(self, name, value)
+        with no_grad():
+            for i, name in enumerate(self._variable_names):
+                # a lazy metric built during a stateless call keeps zero state of its own
+                value = old[i] if i < len(old) else zeros_like(getattr(self, name))
+                self._write(name, value)
 
     def stateless_result(self, metric_variables: Sequence[Any]) -> Tensor:
         """``result()`` computed from ``metric_variables`` instead of the own state
@@ -420,7 +445,7 @@ class Metric:
         old = self._swap_state(metric_variables)
         try:
             self.update_state(*args, **kwargs)
-            return self.variables
+            return [v.clone() for v in self.variables]
         finally:
             self._restore_state(old)
 

@@ -21,7 +21,11 @@ from typing import Any
 
 from nnkit.autograd.ops.activation import log_softmax, logsigmoid
 from nnkit.autograd.tensor import Tensor
-from nnkit.metrics.base import MeanMetricWrapper, squeeze_or_expand_to_same_rank
+from nnkit.metrics.base import (
+    MeanMetricWrapper,
+    check_class_ids,
+    squeeze_or_expand_to_same_rank,
+)
 
 __all__ = [
     "BinaryCrossentropy",
@@ -166,11 +170,7 @@ def sparse_categorical_crossentropy(
     if ignore_class is not None:
         mask = target != ignore_class
         target = target.masked_fill(~mask, 0)
-    if target.numel() and bool(((target < 0) | (target >= num_classes)).any().item()):
-        raise ValueError(
-            f"sparse_categorical_crossentropy: target class ids must lie in "
-            f"[0, {num_classes}); got {target.min().item()}..{target.max().item()}"
-        )
+    check_class_ids(target, num_classes, "sparse_categorical_crossentropy")
     values = -log_prob.gather(-1, target.unsqueeze(-1)).squeeze(-1)
     if mask is None:
         return values

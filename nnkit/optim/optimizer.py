@@ -14,6 +14,7 @@ from typing import Any
 from nnkit.autograd.factories import tensor
 from nnkit.autograd.grad_mode import enable_grad, no_grad
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.recording import opaque
 
 __all__ = ["Optimizer", "ParamsT"]
 
@@ -181,6 +182,7 @@ class Optimizer:
                     grad.zero_()
                 p.grad = grad
 
+    @opaque  # nnkit.compile replays it live: the learning rate and step counts are read then
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one optimization step on every parameter that has a gradient.
 

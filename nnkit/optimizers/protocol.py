@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nnkit.autograd.grad_mode import enable_grad, no_grad
+from nnkit.backends.recording import opaque
 from nnkit.optim.optimizer import Optimizer, _plain, _snapshot, _to_param_tensor
 
 __all__ = ["TorchProtocol", "call_schedule", "schedule_takes_step"]
@@ -160,6 +161,7 @@ class TorchProtocol(Optimizer):
             "build(variables); use nnkit.optim for several parameter groups"
         )
 
+    @opaque  # nnkit.compile replays it live: the learning rate and iterations are read then
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Apply the ``.grad`` of every bound parameter that has one (one :meth:`apply`).
 

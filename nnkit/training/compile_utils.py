@@ -159,6 +159,25 @@ class StatefulMetric:
         value = self.metric.result()
         return float(value.item()) if value.numel() == 1 else value.detach().numpy().tolist()
 
+    def value(self) -> Any:
+        """:meth:`result` as a detached 0-d Tensor, without reading it into Python (what
+        a step returns; a compiled step can replay it). A vector result, or NaN before
+        any sample, is given as :meth:`result` gives it."""
+        metric = self.metric
+        if metric is None or not metric.variables:
+            return float("nan")
+        value = metric.result().detach()
+        return value if value.numel() == 1 else self.result()
+
+    def guard_key(self) -> tuple:
+        """What a compiled step depends on (see ``Model._jit_state_key``): the metric
+        resolved or not, pending restored state, the identity of each state tensor."""
+        metric = self.metric
+        if metric is None:
+            return (None, self._pending is not None)
+        ids = tuple((id(v._impl), id(v._impl.data)) for v in metric.variables)
+        return (id(metric), self._pending is not None, ids)
+
     def state(self) -> list:
         """The metric's variables as arrays (a checkpoint keeps them mid-epoch)."""
         if self._pending is not None:
@@ -301,6 +320,7 @@ class CompileConfig:
             included.
         optimizer: the optimizer (a name's is made at compile and built with the model;
             a factory's is made when the model is built).
+        jit_compile: Keras's flag as given (True: steps run through ``nnkit.compile``).
     """
 
     optimizer_spec: Any
@@ -309,6 +329,7 @@ class CompileConfig:
     loss_weights: Sequence[float] | None
     metrics: list[tuple[str, Any]] = field(default_factory=list)
     optimizer: Optimizer | None = None
+    jit_compile: Any = "auto"
 
     @property
     def stateful(self) -> list[StatefulMetric]:
@@ -393,7 +414,7 @@ class CompileConfig:
             for name, fn in self.metrics:
                 if isinstance(fn, StatefulMetric):
                     fn.update(y, y_pred, sample_weight)
-                    logs[name] = fn.result()
+                    logs[name] = fn.value()
                 else:
                     logs[name] = fn(y_pred, y)
         return logs

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnkit.autograd.tensor import Tensor
+from nnkit.jit import compile as jit_compile_fn
 from nnkit.optim import Optimizer
 from nnkit.training.compile_utils import (
     CompileConfig,
@@ -34,6 +35,7 @@ class Compiling:
         weighted_metrics: Any = None,
         *,
         lr: float | None = None,
+        jit_compile: bool | str = "auto",
     ) -> None:
         """Configure the model for training.
 
@@ -61,11 +63,18 @@ class Compiling:
             weighted_metrics: names or Metric objects computed with the batches' sample
                 weights (``sample_weight``/``class_weight`` of ``fit``).
             lr: the learning rate of an optimizer given by name or callable.
+            jit_compile: Keras's flag. ``True`` runs ``train_step``, ``test_step`` and
+                ``predict_step`` of ``fit``/``evaluate``/``predict`` through
+                :func:`nnkit.compile` (recorded once, replayed as a kernel program; a
+                step that cannot be replayed runs eagerly, with a warning naming why;
+                not with a distributed ``fit``). ``False`` and ``"auto"`` (the default)
+                run them eagerly: this version does not pick compilation by itself.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric name (the message lists
-                the valid ones), ``lr`` with an optimizer instance, or ``loss_weights``
-                that do not match the losses.
+                the valid ones), ``lr`` with an optimizer instance, ``loss_weights``
+                that do not match the losses, or a ``jit_compile`` other than True, False
+                or ``"auto"``.
             TypeError: for an optimizer, loss or metric of an unsupported type.
 
         Example:
@@ -79,6 +88,8 @@ class Compiling:
             ['accuracy', 'loss']
         """
         check_optimizer(optimizer, lr)
+        if jit_compile is not True and jit_compile is not False and jit_compile != "auto":
+            raise ValueError(f"jit_compile must be True, False or 'auto', got {jit_compile!r}")
         resolved_loss = resolve_loss(loss)
         weights = self._check_loss_weights(resolved_loss, loss_weights)
         metric_list = resolve_metrics(metrics)
@@ -88,6 +99,8 @@ class Compiling:
                 name = fn.name = f"weighted_{name}"
             metric_list.append((name, fn))
         config = CompileConfig(optimizer, lr, resolved_loss, weights, metric_list)
+        config.jit_compile = jit_compile
+        self.__dict__.pop("_jit_steps", None)
         if isinstance(optimizer, Optimizer):
             config.optimizer = optimizer
         elif isinstance(optimizer, str):  # made now, as Keras does; built on the first fit
@@ -123,6 +136,25 @@ class Compiling:
     def optimizer(self, value: Any) -> None:
         self._require_compiled("setting the optimizer")
         self._compiled.optimizer = value
+
+    def _step_fn(self, name: str) -> Any:
+        """``train_step``/``test_step``/``predict_step``, through :func:`nnkit.compile`
+        when compiled with ``jit_compile=True`` (one compiled function per step kind)."""
+        fn = getattr(self, name)
+        if self._compiled is None or self._compiled.jit_compile is not True:
+            return fn
+        steps = self.__dict__.setdefault("_jit_steps", {})
+        compiled = steps.get(name)
+        if compiled is None or compiled.__wrapped__ != fn:
+            compiled = steps[name] = jit_compile_fn(fn)
+        return compiled
+
+    def _jit_state_key(self) -> tuple:
+        """Part of a compiled step's guard (``nnkit.jit.guards.state_key``): the
+        stateful metrics' state tensors, which the step's program writes in place."""
+        if self._compiled is None:
+            return ()
+        return tuple(metric.guard_key() for metric in self._compiled.stateful)
 
     def _require_compiled(self, caller: str) -> CompileConfig:
         if self._compiled is None:

@@ -85,7 +85,9 @@ class Evaluation:
             for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_test_batch_begin(step)
                 batch = self._to_device(batch)
-                tracker.update(self.test_step(batch), da.batch_size_of(da.unpack_batch(batch)[0]))
+                tracker.update(
+                    self._step_fn("test_step")(batch), da.batch_size_of(da.unpack_batch(batch)[0])
+                )
                 cbs.on_test_batch_end(step, self._logs(tracker))
         logs = self._logs(tracker)
         cbs.on_test_end(logs)
@@ -133,7 +135,7 @@ class Evaluation:
         with self._mode(False), no_grad():
             for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_predict_batch_begin(step)
-                output = self.predict_step(self._to_device(batch))
+                output = self._step_fn("predict_step")(self._to_device(batch))
                 outputs.append(to_numpy(output))
                 cbs.on_predict_batch_end(step, {"outputs": output})
         cbs.on_predict_end()

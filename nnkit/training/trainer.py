@@ -417,7 +417,8 @@ class Trainer(Compiling, Evaluation, Saving):
             size = da.batch_size_of(da.unpack_batch(batch)[0])
             if state.distributed is not None:
                 state.distributed.set_batch_size(size)
-            state.tracker.update(self.train_step(batch), size)
+            step_fn = self._step_fn("train_step") if state.distributed is None else self.train_step
+            state.tracker.update(step_fn(batch), size)
             state.step, state.global_step = step, state.global_step + 1
             cbs.on_train_batch_end(step, self._logs(state.tracker))
             self._check_interrupt(cbs)

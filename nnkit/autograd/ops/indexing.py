@@ -13,10 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from nnkit.autograd.engine import PieceGrad
+from nnkit.autograd.factories import tensor
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops._util import wrap_dim
-from nnkit.autograd.ops.shape import reshape, sum_to
+from nnkit.autograd.ops.inplace import apply_inplace
+from nnkit.autograd.ops.shape import broadcast_shapes, expand, reshape, sum_to
+from nnkit.autograd.tensor import Tensor
+from nnkit.backends.check_kernels import check_index_range
 
 __all__ = [
     "getitem",
@@ -29,8 +33,6 @@ __all__ = [
 
 
 def _index_item(item, x, op):
-    from nnkit.autograd.tensor import Tensor
-
     if item is None or item is Ellipsis or isinstance(item, slice):
         return (item,)
     if isinstance(item, (bool, np.bool_)):
@@ -176,9 +178,6 @@ class IndexPut(Op):
 
 
 def _value_tensor(x, value, op):
-    from nnkit.autograd.factories import tensor
-    from nnkit.autograd.tensor import Tensor
-
     if isinstance(value, Tensor):
         if value.device != x.device:
             raise RuntimeError(f"{op}: value is on {value.device} but the tensor is on {x.device}")
@@ -234,8 +233,6 @@ def setitem(x, index, value) -> None:
         tensor([[0.0, 5.0, 5.0],
                 [7.0, 0.0, 0.0]])
     """
-    from nnkit.autograd.ops.inplace import apply_inplace
-
     idx = normalize_index(x, index, "setitem")
     v = _value_tensor(x, value, "setitem")
     try:
@@ -366,8 +363,6 @@ def take_along_dim(input, indices, dim=None):
         tensor([[20.0],
                 [60.0]])
     """
-    from nnkit.autograd.ops.shape import broadcast_shapes, expand
-
     if indices._impl.data.dtype.kind not in "iu":
         raise TypeError(f"take_along_dim: indices must be an integer tensor, got {indices.dtype}")
     if dim is None:
@@ -456,13 +451,9 @@ def scatter_add(input, dim: int, index, src):
 
 def _check_range(index, size, d, op):
     """Every index in ``[0, size)``: negative ones are refused, not wrapped (torch)."""
-    if not index.numel():
-        return
-    with no_grad():
-        lo, hi = int(index.min().item()), int(index.max().item())
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
-        raise IndexError(
-            f"{op}: index {bad} is out of bounds for dimension {d} with size "
-            f"{size} (valid indices: 0 to {size - 1})"
-        )
+    check_index_range(  # a kernel, not a read into Python: compiled steps check it too
+        index._impl.data,
+        size,
+        f"{op}: index {{bad}} is out of bounds for dimension {d} with size "
+        f"{size} (valid indices: 0 to {size - 1})",
+    )
