@@ -54,6 +54,7 @@ from nnkit.autograd.grad_mode import (
 )
 from nnkit.autograd.ops import *  # noqa: F401,F403
 from nnkit.autograd.ops import __all__ as _ops_all
+from nnkit.autograd.ops.out_variants import install as _install_out_variants
 from nnkit.autograd.printing import set_printoptions
 from nnkit.autograd.random_factories import (
     rand,
@@ -80,6 +81,8 @@ from nnkit.backends.dtypes import (
 )
 from nnkit.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 
+_install_out_variants(globals(), "")  # out= on the ops that have it in PyTorch
+
 bool = bool_  # noqa: A001  (nnkit.bool, as torch.bool)
 float = float32  # noqa: A001  (nnkit.float is float32, as torch.float)
 double = float64
@@ -104,8 +107,10 @@ _LAZY_MODULES = {
     "metrics",
     "linalg",
     "special",
+    "signal",
     "saving",
     "onnx",
+    "jit",
 }
 _LAZY_NAMES = {
     "Sequential": "nnkit.models",
@@ -116,6 +121,7 @@ _LAZY_NAMES = {
     "KerasTensor": "nnkit.layers",
     "clear_session": "nnkit.layers",
     "load_model": "nnkit.saving",
+    "compile": "nnkit.jit",
 }
 
 
@@ -184,5 +190,6 @@ __all__ = sorted(
         "get_rng_state",
         "set_rng_state",
         "set_printoptions",
+        "compile",
     }
 )

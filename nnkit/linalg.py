@@ -39,6 +39,10 @@ from nnkit.autograd.ops.linalg_more import (
     vecdot,
     vector_norm,
 )
+from nnkit.autograd.ops.lu import householder_product, lu_factor, lu_factor_ex, matrix_exp
+from nnkit.autograd.ops.lu import linalg_lu as lu
+from nnkit.autograd.ops.lu import linalg_lu_solve as lu_solve
+from nnkit.autograd.ops.out_variants import install as _install_out_variants
 
 __all__ = [
     "cholesky",
@@ -50,9 +54,15 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "inv",
+    "householder_product",
     "inv_ex",
     "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matmul",
+    "matrix_exp",
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
@@ -72,3 +82,5 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+_install_out_variants(globals(), "linalg")  # out= where PyTorch has it

@@ -2,7 +2,7 @@
 ``ops/pointwise.py``, ``arrange.py``, ``distance.py``, ``loss_extra.py``, ``nn_extra.py``,
 ``decomp.py``, ``linalg_more.py``, ``index_write.py``, ``special_more.py``, ``pool3d.py``,
 ``interpolate.py``, ``conv_transpose.py``, ``adaptive_max.py``, ``pool_more.py``,
-``decomp_more.py``, ``fold.py``.
+``decomp_more.py``, ``fold.py``, ``embedding_bag.py``, ``ctc.py``.
 
 Each row gets gradcheck (and gradgradcheck) on float64 samples kept away from kinks,
 ties and singular matrices; values are compared with torch's on its own samples in
@@ -103,6 +103,8 @@ row("gaussian_nll_loss", F.gaussian_nll_loss, one((rn, 3, 2), (rn, 3, 2), (pos, 
 row("multilabel_soft_margin_loss", F.multilabel_soft_margin_loss, one((rn, 2, 3), (pos, 2, 3)))
 row("multi_margin_loss", F.multi_margin_loss, one((rn, 3, 4), idx(0, 3, 1)))
 row("triplet_margin_loss", F.triplet_margin_loss, one((rn, 3, 4), (rn, 3, 4), (rn, 3, 4)))
+row("ctc_loss", lambda x, t: F.ctc_loss(x.log_softmax(-1), t, [4, 3], [2, 1], reduction="none"),
+    one((rn, 4, 2, 3), np.array([[1, 2], [2, 0]])), gradgrad=False)  # fmt: skip
 
 # -------------------------------------------------------------- nn_extra.py
 row("pixel_shuffle", lambda a: F.pixel_shuffle(a, 2), one((rn, 1, 4, 2, 3)))
@@ -167,6 +169,51 @@ row(
     "max_unpool2d",
     lambda a: F.max_unpool2d(a, nnkit.tensor(_UNPOOL2, device=a.device), 2, output_size=(5, 4)),
     one((rn, 1, 2, 2, 2)),
+)
+_UNPOOL3 = [[[[[0, 7], [18, 29]], [[33, 46], [50, 63]]]]]
+row(
+    "max_unpool3d",
+    lambda a: F.max_unpool3d(a, nnkit.tensor(_UNPOOL3, device=a.device), 2, output_size=(4, 4, 5)),
+    one((rn, 1, 1, 2, 2, 2)),
+)
+
+# ---------------------------------------------------------- embedding_bag.py
+
+
+def _bag_ref(i, w, off, mode="mean", psw=None, padding_idx=None, last=False):
+    """NumPy embedding_bag over a 1-d ``i`` and its ``offsets``."""
+    ends = list(off[1:]) + ([] if last else [len(i)])
+    out = np.zeros((len(ends), w.shape[1]), dtype=w.dtype)
+    for b, (lo, hi) in enumerate(zip(off, ends)):
+        ks = [k for k in range(lo, hi) if i[k] != padding_idx]
+        if not ks:
+            continue
+        rows = w[i[ks]] * (1.0 if psw is None else psw[ks][:, None])
+        out[b] = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0)}[mode]
+    return out
+
+
+_BAG_I, _BAG_OFF = idx(1, 4, 4, 0, 2, 3, 4, 1), idx(0, 3, 3, 6)
+for _mode in ("sum", "mean", "max"):
+    row(
+        f"embedding_bag_{_mode}",
+        lambda i, w, off, m=_mode: F.embedding_bag(i, w, off, mode=m, padding_idx=0),
+        one(_BAG_I, (distinct, 5, 3), _BAG_OFF),
+        ref=lambda i, w, off, m=_mode: _bag_ref(i, w, off, m, padding_idx=0),
+    )
+row(
+    "embedding_bag_2d",
+    lambda i, w: F.embedding_bag(i, w, mode="mean"),
+    one(idx(1, 4, 2, 4, 0, 3).reshape(2, 3), (rn, 5, 3)),
+    ref=lambda i, w: _bag_ref(i.reshape(-1), w, np.arange(0, i.size, i.shape[1])),
+)
+row(
+    "embedding_bag_per_sample_weights",
+    lambda i, w, off, p: F.embedding_bag(
+        i, w, off, mode="sum", per_sample_weights=p, include_last_offset=True, padding_idx=4
+    ),
+    one(_BAG_I, (rn, 5, 3), idx(0, 2, 2, 8), (rn, 8)),
+    ref=lambda i, w, off, p: _bag_ref(i, w, off, "sum", p, 4, last=True),
 )
 
 # ---------------------------------------------------------- decomp / linalg
@@ -257,3 +304,11 @@ row("special.ndtr", nnkit.special.ndtr, one((rn, 2, 3)))
 row("special.ndtri", nnkit.special.ndtri, one((lambda r, *s: r.uniform(0.1, 0.9, s), 2, 3)))
 row("special.entr", nnkit.special.entr, one((pos, 2, 3)))
 row("special.xlog1py", nnkit.special.xlog1py, one((rn, 2, 3), (pos, 3)))
+
+from tests.optable_nn_linalg import OPS as _NN_LINALG_OPS  # noqa: E402  (LU, grid_sample, ...)
+
+OPS += _NN_LINALG_OPS
+
+from tests.optable_tensor_extra import OPS as _TENSOR_EXTRA_OPS  # noqa: E402  (as_strided, ...)
+
+OPS += _TENSOR_EXTRA_OPS

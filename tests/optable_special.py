@@ -283,3 +283,90 @@ row(
     unary_samples(off(-1.0, 1.0, gap=0.1)),
 )
 row("tanhshrink", F.tanhshrink, lambda x: x - np.tanh(x), unary_samples())
+
+# ------------------------------------------------ special_extra.py (issue 13)
+try:  # references of high precision; mpmath comes with torch's sympy
+    import mpmath
+except ImportError:  # pragma: no cover
+    mpmath = None
+
+
+def _mp(fn):
+    """A float64 NumPy reference from an mpmath function (None without mpmath)."""
+    return None if mpmath is None else _vec(lambda *v: float(fn(*v)))
+
+
+def _i1e_ref(x):
+    return mpmath.besseli(1, x) * mpmath.exp(-abs(x))
+
+
+def _log_ndtr_ref(x):
+    return mpmath.log(mpmath.ncdf(x))
+
+
+def _mvlgamma3_ref(x):
+    return sum(mpmath.loggamma(x - i / 2) for i in range(3)) + 1.5 * mpmath.log(mpmath.pi)
+
+
+row("i0", nnkit.i0, np.i0, unary_samples(uni(-9.0, 9.0)))
+row(
+    "special.i0e",
+    nnkit.special.i0e,
+    lambda x: np.exp(-np.abs(x)) * np.i0(x),
+    unary_samples(uni(-12.0, 12.0)),
+)
+row(
+    "special.i1",
+    nnkit.special.i1,
+    _mp(lambda x: mpmath.besseli(1, x)),
+    unary_samples(uni(-9.0, 9.0)),
+)
+row("special.i1e", nnkit.special.i1e, _mp(_i1e_ref), unary_samples(uni(-12.0, 12.0)))
+row(
+    "special.erfcx",
+    nnkit.special.erfcx,
+    _mp(lambda x: mpmath.exp(x * x) * mpmath.erfc(x)),
+    unary_samples(uni(-3.0, 12.0)),
+)
+row("special.log_ndtr", nnkit.special.log_ndtr, _mp(_log_ndtr_ref), unary_samples(uni(-12.0, 5.0)))
+row(
+    "polygamma_3",
+    lambda x: nnkit.polygamma(3, x),
+    _mp(lambda x: mpmath.polygamma(3, x)),
+    unary_samples(uni(0.3, 4.0)),
+)
+row(
+    "polygamma_neg",
+    lambda x: nnkit.polygamma(2, x),
+    _mp(lambda x: mpmath.polygamma(2, x)),
+    unary_samples(uni(-1.8, -1.2)),
+)
+row("mvlgamma_3", lambda x: nnkit.mvlgamma(x, 3), _mp(_mvlgamma3_ref), unary_samples(uni(1.2, 4.0)))
+row(
+    "special.zeta_q",
+    lambda q: nnkit.special.zeta(3.0, q),
+    _mp(lambda q: mpmath.zeta(3.0, q)),
+    unary_samples(uni(0.5, 3.0)),
+)
+row(
+    "igamma_x",
+    lambda x: nnkit.igamma(nnkit.tensor(2.5, dtype=x.dtype), x),
+    _mp(lambda x: mpmath.gammainc(2.5, 0, x, regularized=True)),
+    unary_samples(uni(0.2, 6.0)),
+)
+row(
+    "igammac_x",
+    lambda x: nnkit.igammac(nnkit.tensor([0.7, 3.0, 25.0]), x),
+    None
+    if mpmath is None
+    else lambda x: _vec(lambda a, v: float(mpmath.gammainc(a, v, regularized=True)))(
+        np.array([0.7, 3.0, 25.0]), x
+    ),
+    lambda rng: [Sample((uni(0.2, 30.0)(rng, 2, 3),), desc="2x3")],
+)
+row(
+    "frexp_mantissa",
+    lambda x: nnkit.frexp(x)[0],
+    lambda x: np.frexp(x)[0],
+    unary_samples(uni(1.1, 1.9)),
+)

@@ -35,7 +35,14 @@ from nnkit.layers.container import ModuleDict, ModuleList
 from nnkit.layers.conv import Conv1d, Conv2d
 from nnkit.layers.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nnkit.layers.dropout import Dropout
-from nnkit.layers.embedding import Embedding
+from nnkit.layers.dropout_more import (
+    AlphaDropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
+from nnkit.layers.embedding import Embedding, EmbeddingBag
 from nnkit.layers.fold import Fold, Unfold
 from nnkit.layers.input_layer import Input, InputLayer
 from nnkit.layers.linear import Dense, Flatten, Identity, Linear
@@ -51,10 +58,12 @@ from nnkit.layers.loss import (
 )
 from nnkit.layers.loss_more import (
     CosineEmbeddingLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     KLDivLoss,
     MarginRankingLoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     PoissonNLLLoss,
@@ -91,7 +100,8 @@ from nnkit.layers.norm_more import (
 )
 from nnkit.layers.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nnkit.layers.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from nnkit.layers.pool_more import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d
+from nnkit.layers.pool_fractional import FractionalMaxPool2d, FractionalMaxPool3d
+from nnkit.layers.pool_more import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from nnkit.layers.recurrent import GRU, LSTM, RNN
 from nnkit.layers.shape_more import (
     AdaptiveAvgPool3d,
@@ -128,10 +138,18 @@ __all__ = [
     "AvgPool2d",
     "AdaptiveAvgPool2d",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "BatchNorm1d",
     "BatchNorm2d",
     "LayerNorm",
     "Embedding",
+    "EmbeddingBag",
     "RNN",
     "LSTM",
     "GRU",
@@ -196,7 +214,9 @@ __all__ = [
     "KLDivLoss",
     "SoftMarginLoss",
     "MultiLabelSoftMarginLoss",
+    "MultiLabelMarginLoss",
     "MultiMarginLoss",
+    "CTCLoss",
     "CosineEmbeddingLoss",
     "MarginRankingLoss",
     "HingeEmbeddingLoss",
@@ -216,6 +236,7 @@ __all__ = [
     "LPPool2d",
     "MaxUnpool1d",
     "MaxUnpool2d",
+    "MaxUnpool3d",
     "ChannelShuffle",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",

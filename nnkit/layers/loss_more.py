@@ -8,7 +8,9 @@ Every loss takes ``reduction`` (``'mean'``, ``'sum'`` or ``'none'``; ``KLDivLoss
 from __future__ import annotations
 
 from nnkit.autograd.ops import loss_extra as L
+from nnkit.autograd.ops.ctc import ctc_loss
 from nnkit.autograd.ops.loss import kl_div
+from nnkit.autograd.ops.loss_multilabel import multilabel_margin_loss
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.loss import _Loss, _WeightedLoss
 from nnkit.layers.shape_more import PairwiseDistance
@@ -17,6 +19,7 @@ __all__ = [
     "KLDivLoss",
     "SoftMarginLoss",
     "MultiLabelSoftMarginLoss",
+    "MultiLabelMarginLoss",
     "MultiMarginLoss",
     "CosineEmbeddingLoss",
     "MarginRankingLoss",
@@ -25,6 +28,7 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     "PoissonNLLLoss",
     "GaussianNLLLoss",
+    "CTCLoss",
 ]
 
 
@@ -85,6 +89,23 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         return L.multilabel_soft_margin_loss(
             input, target, weight=self.weight, reduction=self.reduction
         )
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss of scores ``(N, C)`` and class-index targets ended by
+    ``-1`` (:func:`nnkit.nn.functional.multilabel_margin_loss`).
+
+    Args:
+        reduction: ``'mean'``, ``'sum'`` or ``'none'``.
+
+    Example:
+        >>> x = nnkit.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> MultiLabelMarginLoss()(x, nnkit.tensor([[3, 0, -1, 1]]))
+        tensor(0.8500)
+    """
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
@@ -322,3 +343,46 @@ class GaussianNLLLoss(_Loss):
         return L.gaussian_nll_loss(
             input, target, var, full=self.full, eps=self.eps, reduction=self.reduction
         )
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss of ``(T, N, C)`` log-probabilities and
+    unaligned label sequences (see :func:`nnkit.nn.functional.ctc_loss`).
+
+    Args:
+        blank: the blank class index (default 0).
+        reduction: ``'mean'`` (each loss divided by its target length, then averaged
+            over the batch), ``'sum'`` or ``'none'``.
+        zero_infinity: give 0 (and a zero gradient) for impossible alignments instead
+            of ``inf`` (default False).
+
+    Called as ``loss(log_probs, targets, input_lengths, target_lengths)``.
+
+    Example:
+        >>> lp = nnkit.tensor([[[0.5, 0.5]], [[0.5, 0.5]]]).log()
+        >>> CTCLoss()(lp, nnkit.tensor([[1]]), [2], [1])
+        tensor(0.2877)
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths):
+        return ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            blank=self.blank,
+            reduction=self.reduction,
+            zero_infinity=self.zero_infinity,
+        )
+
+    def extra_repr(self) -> str:
+        parts = [] if self.blank == 0 else [f"blank={self.blank}"]
+        if self.reduction != "mean":
+            parts.append(f"reduction={self.reduction!r}")
+        if self.zero_infinity:
+            parts.append("zero_infinity=True")
+        return ", ".join(parts)

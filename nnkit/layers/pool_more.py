@@ -1,14 +1,20 @@
 """More pooling layers: power-average pooling (``LPPool1d``, ``LPPool2d``) and max
-unpooling (``MaxUnpool1d``, ``MaxUnpool2d``), the module forms of ``F.lp_pool*d`` and
-``F.max_unpool*d``."""
+unpooling (``MaxUnpool1d``, ``MaxUnpool2d``, ``MaxUnpool3d``), the module forms of
+``F.lp_pool*d`` and ``F.max_unpool*d``."""
 
 from __future__ import annotations
 
-from nnkit.autograd.ops.pool_more import lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d
+from nnkit.autograd.ops.pool_more import (
+    lp_pool1d,
+    lp_pool2d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers.module import Module
 
-__all__ = ["LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ = ["LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _LPPoolNd(Module):
@@ -60,12 +66,19 @@ class LPPool2d(_LPPoolNd):
         return lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
+def _ntuple(value, nd):
+    """An int as ``nd`` copies (torch's ``_single``/``_pair``/``_triple``)."""
+    return (value,) * nd if isinstance(value, int) else tuple(value)
+
+
 class _MaxUnpoolNd(Module):
+    _nd = 1
+
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = kernel_size if stride is None else stride
-        self.padding = padding
+        self.kernel_size = _ntuple(kernel_size, self._nd)
+        self.stride = self.kernel_size if stride is None else _ntuple(stride, self._nd)
+        self.padding = _ntuple(padding, self._nd)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -110,7 +123,34 @@ class MaxUnpool2d(_MaxUnpoolNd):
                 [4.0, 0.0]])
     """
 
+    _nd = 2
+
     def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
         return max_unpool2d(
+            input, indices, self.kernel_size, self.stride, self.padding, output_size
+        )
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Undoes :class:`MaxPool3d` into zeros (see :func:`nnkit.nn.functional.max_unpool3d`).
+
+    Args:
+        kernel_size: the pooling window, an int or a triple.
+        stride: the pooling step (default ``kernel_size``).
+        padding: the pooling padding.
+
+    Call it as ``unpool(input, indices, output_size=None)``.
+
+    Example:
+        >>> x = nnkit.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> out, idx = F.max_pool3d(x, 2, return_indices=True)
+        >>> nn.MaxUnpool3d(2)(out, idx).shape
+        (1, 1, 2, 2, 2)
+    """
+
+    _nd = 3
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return max_unpool3d(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )

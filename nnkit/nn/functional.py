@@ -62,8 +62,18 @@ from nnkit.autograd.ops.adaptive_max import (
 from nnkit.autograd.ops.attention import scaled_dot_product_attention
 from nnkit.autograd.ops.conv import conv1d, conv2d, conv3d
 from nnkit.autograd.ops.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
+from nnkit.autograd.ops.ctc import ctc_loss
 from nnkit.autograd.ops.distance import cosine_similarity, pairwise_distance, pdist
+from nnkit.autograd.ops.dropout_alpha import alpha_dropout, dropout3d, feature_alpha_dropout
+from nnkit.autograd.ops.embedding_bag import embedding_bag
 from nnkit.autograd.ops.fold import fold, unfold
+from nnkit.autograd.ops.fractional_pool import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from nnkit.autograd.ops.grid_sample import affine_grid, grid_sample
 from nnkit.autograd.ops.interpolate import interpolate, upsample_bilinear, upsample_nearest
 from nnkit.autograd.ops.loss import (
     binary_cross_entropy,
@@ -88,6 +98,7 @@ from nnkit.autograd.ops.loss_extra import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
+from nnkit.autograd.ops.loss_multilabel import multilabel_margin_loss
 from nnkit.autograd.ops.nn_extra import (
     bilinear,
     channel_shuffle,
@@ -107,6 +118,7 @@ from nnkit.autograd.ops.nn_misc import (
     pad,
 )
 from nnkit.autograd.ops.norm import batch_norm, group_norm, layer_norm, normalize
+from nnkit.autograd.ops.out_variants import install as _install_out_variants
 from nnkit.autograd.ops.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -121,6 +133,7 @@ from nnkit.autograd.ops.pool_more import (
     lp_pool2d,
     max_unpool1d,
     max_unpool2d,
+    max_unpool3d,
     upsample,
 )
 
@@ -181,7 +194,11 @@ __all__ = [
     "dropout",
     "dropout1d",
     "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
     "embedding",
+    "embedding_bag",
     "one_hot",
     "pad",
     "unfold",
@@ -210,9 +227,11 @@ __all__ = [
     "poisson_nll_loss",
     "gaussian_nll_loss",
     "multilabel_soft_margin_loss",
+    "multilabel_margin_loss",
     "multi_margin_loss",
     "triplet_margin_loss",
     "triplet_margin_with_distance_loss",
+    "ctc_loss",
     # shuffles, RMS norm
     "pixel_shuffle",
     "pixel_unshuffle",
@@ -223,10 +242,16 @@ __all__ = [
     "bilinear",
     # 3-d pooling
     "max_pool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool3d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d_with_indices",
     "avg_pool3d",
     "adaptive_avg_pool3d",
     # resampling
     "interpolate",
+    "grid_sample",
+    "affine_grid",
     "upsample_nearest",
     "upsample_bilinear",
     "upsample",
@@ -235,6 +260,7 @@ __all__ = [
     "lp_pool2d",
     "max_unpool1d",
     "max_unpool2d",
+    "max_unpool3d",
     # transposed convolutions
     "conv_transpose1d",
     "conv_transpose2d",
@@ -244,3 +270,5 @@ __all__ = [
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
 ]
+
+_install_out_variants(globals(), "nn.functional")  # out= where PyTorch has it

@@ -32,7 +32,14 @@ import nnkit
 
 SKIP_PREFIXES = ("_refs", "jiterator", "torch.", "sparse.")
 # Ops whose values are random (or uninitialised memory): compared by shape and dtype only.
-RANDOM_NAMES = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided"}
+RANDOM_NAMES = {
+    "empty",
+    "empty_like",
+    "new_empty",
+    "new_empty_strided",
+    "empty_strided",
+    "empty_permuted",
+}
 
 # (entry, sample index or description) -> why nnkit deliberately differs from torch.
 _NORM_AT_ZERO = (
@@ -42,6 +49,12 @@ _NORM_AT_ZERO = (
 KNOWN_DEVIATIONS: dict[tuple[str, object], str] = {
     ("linalg.norm.subgradients_at_zero", 0): _NORM_AT_ZERO,  # ord=None
     ("linalg.norm.subgradients_at_zero", 4): _NORM_AT_ZERO,  # ord=2
+    **{
+        ("as_strided_scatter", i): "torch's gradient for input is the output gradient at "
+        "the scattered positions (zero elsewhere); nnkit's is the output gradient where "
+        "input was not overwritten, the derivative of the op"
+        for i in range(7)
+    },
 }
 
 
@@ -114,6 +127,8 @@ def resolve(op):
     target = _nnkit_namespace(parts)
     if target is None and len(parts) == 1:
         target = getattr(nnkit.Tensor, name, None)
+    if target is None and len(parts) == 1 and _is_lambda(op.op):  # x.uniform_(...) as "uniform"
+        target = getattr(nnkit.Tensor, name + "_", None)
     if target is None:
         return None
     is_random = name in RANDOM_NAMES
@@ -154,7 +169,16 @@ def to_nnkit(obj, leaves: list):
             raise Unconvertible(f"nnkit has no dtype {t.dtype}")
         if t.layout != torch.strided:
             raise Unconvertible(f"nnkit has no layout {t.layout}")
-        n = nnkit.tensor(t.numpy().copy(), requires_grad=obj.requires_grad)
+        if t.storage_offset() and t.is_contiguous():  # a view into a larger storage: kept
+            whole = torch.as_strided(
+                t, (t.untyped_storage().nbytes() // t.element_size(),), (1,), 0
+            )
+            base = nnkit.tensor(whole.numpy().copy())
+            off = t.storage_offset()
+            n = base[off : off + t.numel()].reshape(tuple(t.shape))
+            n.requires_grad_(obj.requires_grad)
+        else:
+            n = nnkit.tensor(t.numpy().copy(), requires_grad=obj.requires_grad)
         if obj.requires_grad:
             leaves.append((obj, n))
         return n
@@ -390,7 +414,12 @@ def _second(tg, ng, leaves, rng):
     if not tj:
         return
     ws = [_cotangent(tg[j], rng) for j in tj]
-    tgg = torch.autograd.grad([tg[j] for j in tj], [t for t, _ in leaves], ws, allow_unused=True)
+    try:
+        tgg = torch.autograd.grad(
+            [tg[j] for j in tj], [t for t, _ in leaves], ws, allow_unused=True
+        )
+    except RuntimeError:  # torch has no second derivative (ctc_loss): nothing to compare
+        return
     pairs = [
         (ng[j], nnkit.tensor(_np(w).copy()))
         for j, w in zip(tj, ws)

@@ -48,6 +48,9 @@ from nnkit.autograd.ops.distance import NOT_METHODS as _ds_functions
 from nnkit.autograd.ops.distance import __all__ as _ds
 from nnkit.autograd.ops.elementwise import *  # noqa: F401,F403
 from nnkit.autograd.ops.elementwise import __all__ as _ew
+from nnkit.autograd.ops.grid_sample import *  # noqa: F401,F403
+from nnkit.autograd.ops.grid_sample import NOT_METHODS as _gs_functions
+from nnkit.autograd.ops.grid_sample import __all__ as _gs
 from nnkit.autograd.ops.index_write import *  # noqa: F401,F403
 from nnkit.autograd.ops.index_write import __all__ as _sc2
 from nnkit.autograd.ops.indexing import *  # noqa: F401,F403
@@ -63,8 +66,12 @@ from nnkit.autograd.ops.linalg import *  # noqa: F401,F403
 from nnkit.autograd.ops.linalg import __all__ as _la
 from nnkit.autograd.ops.linalg_more import *  # noqa: F401,F403
 from nnkit.autograd.ops.linalg_more import __all__ as _lm
+from nnkit.autograd.ops.lu import *  # noqa: F401,F403
+from nnkit.autograd.ops.lu import NOT_METHODS as _lu_functions
+from nnkit.autograd.ops.lu import __all__ as _lu
 from nnkit.autograd.ops.masking import *  # noqa: F401,F403
 from nnkit.autograd.ops.masking import __all__ as _mk
+from nnkit.autograd.ops.methods import install_tensor_methods
 from nnkit.autograd.ops.ordering import *  # noqa: F401,F403
 from nnkit.autograd.ops.ordering import __all__ as _od
 from nnkit.autograd.ops.pointwise import *  # noqa: F401,F403
@@ -87,9 +94,27 @@ from nnkit.autograd.ops.shaping import __all__ as _sp
 from nnkit.autograd.ops.special import *  # noqa: F401,F403
 from nnkit.autograd.ops.special import NOT_METHODS as _sc_functions
 from nnkit.autograd.ops.special import __all__ as _sc
+from nnkit.autograd.ops.special_extra import *  # noqa: F401,F403
+from nnkit.autograd.ops.special_extra import NOT_METHODS as _sx_functions
+from nnkit.autograd.ops.special_extra import __all__ as _sx
 from nnkit.autograd.ops.statistics import *  # noqa: F401,F403
 from nnkit.autograd.ops.statistics import NOT_METHODS as _st_functions
 from nnkit.autograd.ops.statistics import __all__ as _st
+from nnkit.autograd.ops.strided import *  # noqa: F401,F403
+from nnkit.autograd.ops.strided import METHODS_ONLY as _sd_methods
+from nnkit.autograd.ops.strided import NOT_METHODS as _sd_functions
+from nnkit.autograd.ops.strided import __all__ as _sd
+from nnkit.autograd.ops.tensor_alloc import *  # noqa: F401,F403
+from nnkit.autograd.ops.tensor_alloc import METHODS_ONLY as _ta_methods
+from nnkit.autograd.ops.tensor_alloc import NOT_METHODS as _ta_functions
+from nnkit.autograd.ops.tensor_alloc import __all__ as _ta
+from nnkit.autograd.ops.tensor_extra import *  # noqa: F401,F403
+from nnkit.autograd.ops.tensor_extra import METHODS_ONLY as _tx_methods
+from nnkit.autograd.ops.tensor_extra import NOT_METHODS as _tx_functions
+from nnkit.autograd.ops.tensor_extra import __all__ as _tx
+from nnkit.autograd.ops.windows import *  # noqa: F401,F403
+from nnkit.autograd.ops.windows import NOT_METHODS as _wn_functions
+from nnkit.autograd.ops.windows import __all__ as _wn
 
 __all__ = sorted(
     set(_ar)
@@ -118,9 +143,16 @@ __all__ = sorted(
     | set(_ds)
     | set(_lm)
     | set(_sc2)
+    | set(_sx)
+    | set(_wn)
     | set(_ct)
     | set(_ro)
     | set(_dl)
+    | set(_sd)
+    | set(_tx)
+    | set(_ta)
+    | set(_lu)
+    | set(_gs)
 )
 
 # Functions whose first argument is the tensor, installed as Tensor methods.
@@ -151,7 +183,14 @@ TENSOR_METHODS = sorted(
         - _jn_functions
         - _sp_functions
         - _sc_functions
+        - _sx_functions
+        - _wn_functions
         - _ro_functions
+        - _sd_functions
+        - _tx_functions
+        - _ta_functions
+        - _lu_functions
+        - _gs_functions
     )
     | {
         "to",
@@ -169,4 +208,8 @@ TENSOR_METHODS = sorted(
         "new_full",
         "new_tensor",
     }
+)
+
+install_tensor_methods(
+    {name: globals()[name] for name in TENSOR_METHODS} | _sd_methods | _ta_methods | _tx_methods
 )

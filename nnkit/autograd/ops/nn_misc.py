@@ -1,20 +1,28 @@
 """Layer building blocks that are not a family of their own: linear, dropout,
 embedding, padding and one-hot encoding.
 
-``embedding`` is a dedicated Op (its backward masks ``padding_idx`` then adds rows
-with ``index_add``); ``pad`` in constant mode is an Op whose backward is a slice;
-reflect / replicate / circular padding gather with index tensors (so their backward
-is ``index_add``). The rest is composed from tensor ops.
+``embedding`` is a dedicated Op (its backward masks ``padding_idx``, scales by
+``1 / count`` for ``scale_grad_by_freq``, then adds rows with ``index_add``); ``pad``
+in constant mode is an Op whose backward is a slice; reflect / replicate / circular
+padding gather with index tensors (so their backward is ``index_add``). The rest is
+composed from tensor ops.
 """
 
 from __future__ import annotations
 
+import math
+
+from nnkit.autograd.factories import arange, tensor
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_same_dtype, check_tensor
 from nnkit.autograd.ops.dim_index import index_add, index_select
+from nnkit.autograd.ops.embedding_bag import _renorm_
 from nnkit.autograd.ops.inplace import apply_inplace
 from nnkit.autograd.ops.linalg import MatMul
+from nnkit.backends import dtypes as _dt
+from nnkit.backends.check_kernels import check_index_range
+from nnkit.random import default_generator
 
 __all__ = ["linear", "dropout", "dropout1d", "dropout2d", "embedding", "pad", "one_hot"]
 
@@ -53,10 +61,18 @@ def linear(input, weight, bias=None):
     check_same_dtype("linear", input, weight, "weight")
     if bias is not None:
         check_same_dtype("linear", input, bias, "bias")
-    if weight.ndim == 2 and input.ndim == 2 and input.is_floating_point():
+    if weight.ndim == 2 and input.ndim >= 2 and input.is_floating_point():
         # x @ W^T with the transpose as a flag: the weight's gradient, G^T @ x, comes out
-        # in the weight's own (out, in) layout, with no transposed copy to make
-        out = MatMul.apply(input, weight, tb=True)
+        # in the weight's own (out, in) layout, with no transposed copy to make. Leading
+        # dimensions are folded into one: a single GEMM each way (a batched matmul would
+        # broadcast W and sum the weight's gradient over a (*, out, in) stack)
+        lead = tuple(input.shape[:-1])
+        flat = input.reshape(math.prod(lead), input.shape[-1]) if input.ndim > 2 else input
+        if bias is not None and tuple(bias.shape) == (weight.shape[0],):
+            out = Linear.apply(flat, weight, bias)  # the bias added in place
+            return out.reshape(*lead, weight.shape[0]) if input.ndim > 2 else out
+        out = MatMul.apply(flat, weight, tb=True)
+        out = out.reshape(*lead, weight.shape[0]) if input.ndim > 2 else out
     else:
         out = input @ weight.mT
     if bias is not None:
@@ -66,6 +82,27 @@ def linear(input, weight, bias=None):
             )
         out = out + bias
     return out
+
+
+class Linear(Op):
+    """``x W^T + b`` for a 2-d floating ``x`` and a ``(out,)`` bias: one GEMM whose fresh
+    output takes the bias in place (no second ``(N, out)`` array). Backward: ``G W``,
+    ``G^T x`` (in the weight's own layout) and the column sums of ``G``, with MatMul and
+    sum ops, so double backward works."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        return x.matmul(w, False, True).iadd(b)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, w = ctx.saved_tensors
+        n = ctx.needs_input_grad
+        g = grad_output
+        gx = MatMul.apply(g, w) if n[0] else None
+        gw = MatMul.apply(g, x, ta=True) if n[1] else None
+        return gx, gw, (g.sum(0) if n[2] else None)
 
 
 class DropoutMul(Op):
@@ -84,8 +121,6 @@ class DropoutMul(Op):
 
 
 def _dropout(input, p, training, mask_shape, op, inplace=False):
-    from nnkit.random import default_generator
-
     check_tensor(input, op)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
@@ -207,8 +242,9 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
 
 class Embedding(Op):
     @staticmethod
-    def forward(ctx, weight, indices, padding_idx):
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq=False):
         ctx.num, ctx.padding_idx = weight.shape[0], padding_idx
+        ctx.scale_grad_by_freq = scale_grad_by_freq
         ctx.save_for_backward(indices)
         return weight.take(indices, 0)
 
@@ -219,7 +255,12 @@ class Embedding(Op):
         g = grad_output.reshape(-1, grad_output.shape[-1])
         if ctx.padding_idx is not None:
             g = g * (idx != ctx.padding_idx).unsqueeze(1).to(g.dtype)
-        return index_add(g.new_zeros((ctx.num, g.shape[1])), 0, idx, g), None, None
+        if ctx.scale_grad_by_freq:
+            # as torch: each entry times 1 / (its index's count), the reciprocal in float64
+            ones = g.new_ones(idx.shape, dtype=_dt.float64)
+            counts = index_add(ones.new_zeros((ctx.num,)), 0, idx, ones)
+            g = g * (1.0 / index_select(counts, 0, idx)).to(g.dtype).unsqueeze(1)
+        return index_add(g.new_zeros((ctx.num, g.shape[1])), 0, idx, g), None, None, None
 
 
 def embedding(
@@ -237,16 +278,18 @@ def embedding(
         input: an integer tensor of indices in ``[0, num_embeddings)``, any shape.
         weight: ``(num_embeddings, embedding_dim)``.
         padding_idx: a row that receives no gradient (negative counts from the end).
-        max_norm: not supported (must be None; ``NotImplementedError`` otherwise).
-        norm_type: accepted for PyTorch's signature (used only with ``max_norm``).
-        scale_grad_by_freq: not supported (must be False).
-        sparse: not supported (must be False).
+        max_norm: if given, first rescale, in place and without gradient, each row of
+            ``weight`` named in ``input`` whose ``norm_type``-norm exceeds it, by
+            ``max_norm / (norm + 1e-7)`` (torch's ``embedding_renorm_``).
+        norm_type: the p of that norm (default 2; ``inf`` allowed).
+        scale_grad_by_freq: divide each row's gradient by its index's count in ``input``.
+        sparse: sparse gradients; nnkit has none, so True raises NotImplementedError.
 
     Returns:
         ``input.shape + (embedding_dim,)``.
 
     Gradient: each looked-up row of ``weight`` accumulates its incoming gradients
-    (``index_add``); nothing flows to ``input``.
+    (``index_add``); nothing flows to ``input`` nor through the ``max_norm`` rescaling.
 
     Raises:
         IndexError: for an index outside ``[0, num_embeddings)``.
@@ -258,11 +301,14 @@ def embedding(
         tensor([[3.0, 4.0],
                 [0.0, 0.0],
                 [3.0, 4.0]])
+        >>> F.embedding(nnkit.tensor([2]), w, max_norm=1.0)  # w[2] is rescaled too
+        tensor([[0.6000, 0.8000]])
     """
     check_tensor(input, "embedding")
-    if max_norm is not None or scale_grad_by_freq or sparse:
+    if sparse:
         raise NotImplementedError(
-            "embedding: max_norm, scale_grad_by_freq and sparse are not supported"
+            "embedding: sparse=True is not supported (nnkit has no sparse gradients); "
+            "use sparse=False"
         )
     if input.dtype.is_floating_point or input.dtype.name == "bool":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype}")
@@ -272,18 +318,19 @@ def embedding(
             f"shape {tuple(weight.shape)}"
         )
     num = weight.shape[0]
-    if input.numel():
-        lo, hi = int(input.min().item()), int(input.max().item())
-        if lo < 0 or hi >= num:
-            bad = lo if lo < 0 else hi
-            raise IndexError(f"embedding: index {bad} out of range for {num} embeddings")
+    # a kernel, not a read into Python: compiled steps check at every replay
+    check_index_range(
+        input._impl.data, num, f"embedding: index {{bad}} out of range for {num} embeddings"
+    )
     if padding_idx is not None:
         if not -num <= padding_idx < num:
             raise ValueError(
                 f"embedding: padding_idx {padding_idx} out of range for {num} embeddings"
             )
         padding_idx %= num
-    return Embedding.apply(weight, input, padding_idx)
+    if max_norm is not None:
+        _renorm_(weight, input, max_norm, norm_type)
+    return Embedding.apply(weight, input, padding_idx, bool(scale_grad_by_freq))
 
 
 class ConstantPad(Op):
@@ -375,7 +422,6 @@ def pad(input, pad, mode: str = "constant", value=None):
                 f"pad: {mode} padding ({lo}, {hi}) is invalid for dimension "
                 f"{d} of size {n} (input shape {tuple(input.shape)})"
             )
-        from nnkit.autograd.factories import tensor
 
         idx = tensor(_gather_index(n, lo, hi, mode), device=input.device)
         out = index_select(out, d, idx)
@@ -405,8 +451,6 @@ def one_hot(tensor, num_classes: int = -1):
         >>> F.one_hot(nnkit.tensor([1]), num_classes=4)
         tensor([[0, 1, 0, 0]])
     """
-    from nnkit.autograd.factories import arange
-
     check_tensor(tensor, "one_hot")
     if tensor.dtype.is_floating_point:
         raise TypeError(f"one_hot: expected an integer tensor, got {tensor.dtype}")

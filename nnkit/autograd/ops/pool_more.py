@@ -1,5 +1,5 @@
 """More pooling: power-average pooling (``lp_pool1d``/``lp_pool2d``), max unpooling
-(``max_unpool1d``/``max_unpool2d``) and ``upsample`` (the deprecated name of
+(``max_unpool1d``/``2d``/``3d``) and ``upsample`` (the deprecated name of
 :func:`interpolate`).
 
 Power-average pooling composes differentiable ops with torch's formula (average pooling
@@ -20,7 +20,7 @@ from nnkit.autograd.ops.interpolate import interpolate
 from nnkit.autograd.ops.pool import _tuple, avg_pool1d, avg_pool2d
 from nnkit.backends import dtypes as _dt
 
-__all__ = ["lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "upsample"]
+__all__ = ["lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "upsample"]
 
 
 class _Unpool(Op):
@@ -111,9 +111,11 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
     if output_size is None:
         out = default
     else:
+        if len(output_size) not in (nd, nd + 2):
+            raise ValueError(
+                f"{op}: output_size must have {nd} or {nd + 2} elements, got {tuple(output_size)}"
+            )
         out = tuple(output_size)[-nd:]
-        if len(out) != nd:
-            raise ValueError(f"{op}: output_size must have {nd} or more elements")
         for i in range(nd):
             lo, hi = default[i] - st[i], default[i] + st[i]
             if not lo < out[i] < hi:
@@ -179,6 +181,33 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
                 [0.0, 9.0]])
     """
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool3d`: each value written at its flat
+    ``(d * H_out + h) * W_out + w`` index into zeros.
+
+    Args:
+        input: the pooled values, ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+        indices: the flat indices from ``max_pool3d(..., return_indices=True)``.
+        kernel_size, stride, padding: those of the max pooling (ints or triples;
+            stride default ``kernel_size``).
+        output_size: the spatial size to restore (default
+            ``(D - 1) * stride - 2 * padding + kernel_size`` per dim); it may also
+            carry the leading ``(N, C)``, and each dim must lie strictly within one
+            stride of the default.
+
+    Returns:
+        ``(N, C, D_out, H_out, W_out)``, zero except at ``indices`` (each index gets
+        the gradient at its position).
+
+    Example:
+        >>> x = nnkit.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> out, idx = F.max_pool3d(x, 2, return_indices=True)
+        >>> F.max_unpool3d(out, idx, 2).flatten()
+        tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0])
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
