@@ -360,6 +360,8 @@ class Op(Function):
             out = cls.forward(ctx, *mats, **kwargs)
         except ValueError as exc:
             raise _shape_error(cls, exc, impls or _impls_of(args)) from None
+        except ZeroDimCast as exc:  # rare: run again on the 0-d operand cast in the graph
+            return cls.apply(*_cast_zero_dim(cls, args, exc), **kwargs)
         finally:
             if token:
                 _fp_reset(token)
@@ -385,6 +387,25 @@ class Op(Function):
             return res
         # (impls is None only without a node, where _finish does not read it for an Op)
         return _finish(cls, node, mats, impls, out, kwargs)
+
+
+class ZeroDimCast(Exception):
+    """Raised by an Op's forward (``ops/_util.as_mat_pair``) with a graph when a 0-d
+    operand (Mat ``mat``) must take a dimensioned one's ``dtype`` (PyTorch's promotion).
+    ``Op.apply`` casts it in the graph and runs again: saved for backward, it is then a
+    tensor of the graph, not a constant (double backward reaches the operand)."""
+
+    def __init__(self, mat, dtype) -> None:
+        super().__init__("a 0-d operand needs a cast")
+        self.mat, self.dtype = mat, dtype
+
+
+def _cast_zero_dim(cls, args, exc) -> list:
+    """``args`` with the Tensor whose Mat is ``exc.mat`` cast (Tensor.to) to ``exc.dtype``."""
+    hit = [isinstance(a, Tensor) and a._impl.data is exc.mat for a in args]
+    if not any(hit):
+        raise RuntimeError(f"{cls.__name__}: ZeroDimCast for a Mat that is none of its inputs")
+    return [a.to(dtype=exc.dtype) if h else a for a, h in zip(args, hit)]
 
 
 def _impls_of(args) -> list:

@@ -6,12 +6,15 @@ import numbers
 
 import numpy as np
 
+from nnkit.autograd.function import ZeroDimCast
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.mat import ArrayMat
 
 __all__ = [
     "as_mat_pair",
+    "result_dtype",
+    "promote_tensors",
     "scalar_mat",
     "float_mat",
     "wrap_dim",
@@ -71,12 +74,18 @@ def scalar_mat(value, like: ArrayMat, op: str) -> ArrayMat:
 _scalar_cache: dict = {}
 
 
-def as_mat_pair(a, b, op: str):
+def as_mat_pair(a, b, op: str, graph=()):
     """Both operands of a binary op as Mats (one of them may be a Python number).
 
     Promotion follows PyTorch's categories: an integer or bool operand meeting a
     floating one takes the floating dtype (int64 tensor + 1.5 is float32, int64 tensor
-    + float32 tensor is float32); within a category NumPy's rules apply.
+    + float32 tensor is float32); within a category a dimensioned operand's dtype wins
+    over a 0-d one (float32 tensor + float64 0-d tensor is float32, uint8 tensor + int64
+    0-d tensor is uint8), else NumPy's rules apply.
+
+    ``graph``: the forward's ``ctx.needs_input_grad`` where ``a`` and ``b`` are the op's
+    own inputs; when it is true and a 0-d operand must be cast, :class:`ZeroDimCast` is
+    raised instead, for ``Op.apply`` to cast it in the graph (see there).
     """
     if not isinstance(a, ArrayMat):
         if not isinstance(b, ArrayMat):
@@ -86,12 +95,61 @@ def as_mat_pair(a, b, op: str):
         b = scalar_mat(b, a, op)
     da, db = a.dtype, b.dtype
     if da is not db and da != db:
-        fa, fb = da.kind == "f", db.kind == "f"
-        if fa and not fb:
-            b = b.astype(da)
-        elif fb and not fa:
-            a = a.astype(db)
+        ka, kb = da.kind, db.kind
+        if ka == "f":
+            if kb != "f":
+                return a, b.astype(da)
+        elif kb == "f":
+            return a.astype(db), b
+        elif ka == "b" or kb == "b":
+            return a, b
+        za, zb = a.ndim == 0, b.ndim == 0
+        if za is not zb:  # one 0-d operand of the other's category: it takes its dtype
+            if za:
+                if graph:
+                    raise ZeroDimCast(a, db)
+                return a.astype(db), b
+            if graph:
+                raise ZeroDimCast(b, da)
+            return a, b.astype(da)
     return a, b
+
+
+def _promote(d1, d2):
+    """PyTorch's promote_types of two NumPy dtypes (a floating one wins over the others)."""
+    f1, f2 = d1.kind == "f", d2.kind == "f"
+    if f1 != f2:
+        return d1 if f1 else d2
+    return np.promote_types(d1, d2)
+
+
+def result_dtype(*operands):
+    """PyTorch's ``result_type`` of Mats (Python numbers and None are skipped: they take
+    the result's dtype): the dimensioned operands' promoted dtype, unless the 0-d ones
+    are of a higher category (bool < integer < floating); then the two promote.
+    """
+    dim = zero = None
+    for m in operands:
+        if isinstance(m, ArrayMat):
+            if m.ndim:
+                dim = m.dtype if dim is None else _promote(dim, m.dtype)
+            else:
+                zero = m.dtype if zero is None else _promote(zero, m.dtype)
+    if dim is None or zero is None:
+        return dim if zero is None else zero
+    if dim.kind == "f" or (zero.kind != "f" and dim.kind != "b"):
+        return dim
+    return _promote(dim, zero)
+
+
+def promote_tensors(*tensors, floating: bool = False) -> list:
+    """``tensors`` cast (recorded, differentiable: ``Tensor.to``) to their PyTorch result
+    dtype (:func:`result_dtype`); ``floating``: an integer or bool one gives the default
+    float dtype. For ops composed of other ops, which must not promote step by step."""
+    dt = result_dtype(*(t._impl.data for t in tensors))
+    if floating and dt.kind != "f":
+        dt = _dt.get_default_dtype().np
+    return [t if t._impl.data.dtype == dt else t.to(dtype=dt) for t in tensors]
 
 
 def float_mat(m: ArrayMat) -> ArrayMat:

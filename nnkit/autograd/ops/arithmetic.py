@@ -3,14 +3,16 @@
 
 Binary ops broadcast NumPy-style; each backward ends with :func:`sum_to` so the
 gradient has its input's shape (and is cast back to its input's dtype). A Python
-scalar operand takes the tensor's dtype (a float scalar never upcasts float32).
+scalar operand takes the tensor's dtype (a float scalar never upcasts float32); so does
+a 0-d tensor of a dimensioned operand's category (float32 tensor + float64 0-d tensor
+is float32, uint8 tensor + int64 0-d tensor is uint8), as PyTorch's ``result_type``.
 """
 
 from __future__ import annotations
 
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad as _no_grad
-from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar
+from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar, result_dtype
 from nnkit.autograd.ops.discrete import check_int_divisor
 from nnkit.autograd.ops.elementwise import log
 from nnkit.autograd.ops.selection import _meta, where
@@ -37,7 +39,7 @@ __all__ = [
 class Add(Op):
     @staticmethod
     def forward(ctx, a, b):
-        a, b = as_mat_pair(a, b, "add")
+        a, b = as_mat_pair(a, b, "add", ctx.needs_input_grad)
         if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
             ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
         return a.add(b)
@@ -57,7 +59,8 @@ def add(input, other, *, alpha=1):
     Args:
         input: a tensor (or a number, when ``other`` is a tensor).
         other: a tensor or a Python number; a number takes the tensor's dtype unless it is
-            a float added to an integer tensor (then the default float dtype).
+            a float added to an integer tensor (then the default float dtype), and so does
+            a 0-d tensor of a dimensioned tensor's category (bool < integer < floating).
         alpha: the multiplier of ``other`` (keyword-only, default 1).
 
     Returns:
@@ -75,14 +78,24 @@ def add(input, other, *, alpha=1):
         tensor([21.0, 42.0])
     """
     if alpha != 1:
-        other = other * alpha if is_scalar(other) else mul(other, alpha)
+        other = other * alpha if is_scalar(other) else _scaled(input, other, alpha)
     return Add.apply(input, other)
+
+
+def _scaled(input, other, alpha):
+    """``alpha * other`` for ``add``/``sub``, in the dtype of the sum (as torch's fused
+    ``alpha``: a bool or 0-d ``other`` does not promote the result through the product)."""
+    if isinstance(input, Tensor):
+        dt = result_dtype(input._impl.data, other._impl.data)
+        if dt != other._impl.data.dtype:
+            other = other.to(dtype=dt)
+    return mul(other, alpha)
 
 
 class Sub(Op):
     @staticmethod
     def forward(ctx, a, b):
-        a, b = as_mat_pair(a, b, "sub")
+        a, b = as_mat_pair(a, b, "sub", ctx.needs_input_grad)
         if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
             ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
         return a.sub(b)
@@ -117,14 +130,14 @@ def sub(input, other, *, alpha=1):
         tensor([-2.0, -1.0])
     """
     if alpha != 1:
-        other = other * alpha if is_scalar(other) else mul(other, alpha)
+        other = other * alpha if is_scalar(other) else _scaled(input, other, alpha)
     return Sub.apply(input, other)
 
 
 class Mul(Op):
     @staticmethod
     def forward(ctx, a, b):
-        a, b = as_mat_pair(a, b, "mul")
+        a, b = as_mat_pair(a, b, "mul", ctx.needs_input_grad)
         if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
             ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
             ctx.save_for_backward(a, b)
@@ -167,7 +180,7 @@ def mul(input, other):
 class Div(Op):
     @staticmethod
     def forward(ctx, a, b):
-        a, b = as_mat_pair(a, b, "div")
+        a, b = as_mat_pair(a, b, "div", ctx.needs_input_grad)
         if a.dtype.kind != "f" and b.dtype.kind != "f":
             a, b = float_mat(a), float_mat(b)
         if ctx.needs_input_grad:  # a graph is recorded (inline _meta: a hot op)
@@ -192,7 +205,7 @@ class DivRounded(Op):
 
     @staticmethod
     def forward(ctx, a, b, mode):
-        a, b = as_mat_pair(a, b, "div")
+        a, b = as_mat_pair(a, b, "div", ctx.needs_input_grad)
         check_int_divisor(a, b, "div")
         _meta(a, b, ctx)
         return div_rounded(a, b, mode)
@@ -257,7 +270,7 @@ class Pow(Op):
     @staticmethod
     def forward(ctx, a, b):
         e = b if is_scalar(b) else None  # a Python exponent: its gradient is plain maths
-        a, b = as_mat_pair(a, b, "pow")
+        a, b = as_mat_pair(a, b, "pow", ctx.needs_input_grad)
         _meta(a, b, ctx)
         out = a.pow(b)
         ctx.e = e

@@ -31,8 +31,8 @@ __all__ = [
 
 
 # -------------------------------------------------------------------- binary
-def _float_pair(a, b, op):
-    a, b = as_mat_pair(a, b, op)
+def _float_pair(a, b, op, graph=()):
+    a, b = as_mat_pair(a, b, op, graph)
     if a.dtype.kind != "f":
         a, b = float_mat(a), float_mat(b)
     return a, b
@@ -52,7 +52,7 @@ def _grads(ctx, ga, gb):
 
 def _binary(name, method, grads, save_out=False):
     def forward(ctx, a, b):
-        a, b = _float_pair(a, b, name.lower())
+        a, b = _float_pair(a, b, name.lower(), ctx.needs_input_grad)
         _meta(ctx, a, b)
         out = getattr(a, method)(b)
         ctx.save_for_backward(a, b, out) if save_out else ctx.save_for_backward(a, b)

@@ -379,7 +379,7 @@ class _Remainder(Op):
 
     @classmethod
     def forward(cls, ctx, a, b):
-        a, b = as_mat_pair(a, b, cls.method)
+        a, b = as_mat_pair(a, b, cls.method, ctx.needs_input_grad)
         check_int_divisor(a, b, cls.method)
         if ctx.needs_input_grad:  # skipped when no graph is recorded
             ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))

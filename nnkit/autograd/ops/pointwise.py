@@ -15,7 +15,7 @@ import math
 
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.ops._util import as_mat_pair, check_tensor, is_scalar
+from nnkit.autograd.ops._util import as_mat_pair, check_tensor, is_scalar, promote_tensors
 from nnkit.autograd.ops.selection import where
 from nnkit.backends import dtypes as _dt
 from nnkit.backends import extra_kernels as _k
@@ -269,6 +269,8 @@ def copysign(input, other):
         tensor([-1.0,  2.0, -3.0])
     """
     x = _float(check_tensor(input, "copysign"))
+    if not is_scalar(other):  # the result dtype is both operands' (torch)
+        x = promote_tensors(input, check_tensor(other, "copysign", "other"), floating=True)[0]
     neg = _signbit_of(other, x)
     if isinstance(neg, bool):
         return -x.abs() if neg else x.abs()
@@ -331,8 +333,8 @@ def logaddexp2(input, other):
         >>> nnkit.logaddexp2(nnkit.tensor([1.0, 10.0]), nnkit.tensor([1.0, 0.0]))
         tensor([ 2.0000, 10.0014])
     """
-    a = _float(check_tensor(input, "logaddexp2"))
-    b = _float(check_tensor(other, "logaddexp2", "other"))
+    check_tensor(input, "logaddexp2")
+    a, b = promote_tensors(input, check_tensor(other, "logaddexp2", "other"), floating=True)
     m = a.detach().maximum(b.detach())
     m = where(m.isinf(), 0.0, m)
     return m + (2.0 ** (a - m) + 2.0 ** (b - m)).log2()
@@ -345,9 +347,12 @@ def ldexp(input, other):
         >>> nnkit.ldexp(nnkit.tensor([1.0, 3.0]), nnkit.tensor([3, -1]))
         tensor([8.0000, 1.5000])
     """
-    x = _float(check_tensor(input, "ldexp"))
+    x = check_tensor(input, "ldexp")
     e = check_tensor(other, "ldexp", "other")
-    return x * 2.0 ** _float(e).to(x.dtype)
+    if not e.dtype.is_floating_point:  # torch: an integer exponent keeps input's dtype
+        x = _float(x)
+        return x * 2.0 ** e.to(x.dtype)
+    return x * 2.0**e  # a float exponent promotes as ``*``
 
 
 def float_power(input, exponent):
@@ -421,6 +426,7 @@ def nextafter(input, other):
     """
     check_tensor(input, "nextafter")
     check_tensor(other, "nextafter", "other")
+    input, other = promote_tensors(input, other)
     if not (input.dtype.is_floating_point and other.dtype == input.dtype):
         raise TypeError(
             f"nextafter: expects two floating tensors of one dtype, got {input.dtype} "

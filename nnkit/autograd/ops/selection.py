@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nnkit.autograd.factories import tensor
 from nnkit.autograd.function import Op
-from nnkit.autograd.ops._util import as_mat_pair, check_tensor
+from nnkit.autograd.ops._util import as_mat_pair, check_tensor, result_dtype
 from nnkit.autograd.ops.discrete import logical_and, logical_or
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
 from nnkit.autograd.tensor import Tensor
@@ -54,12 +54,15 @@ class ClampTensor(Op):
 
     @staticmethod
     def forward(ctx, x, lo, hi):
-        out = x
+        dt = result_dtype(x, lo, hi)  # torch's, over the three (0-d bounds included)
+        out, lo_m, hi_m = (
+            m.astype(dt) if isinstance(m, ArrayMat) and m.dtype != dt else m for m in (x, lo, hi)
+        )
         if lo is not None:
-            out, lo_m = as_mat_pair(out, lo, "clamp")
+            out, lo_m = as_mat_pair(out, lo_m, "clamp")
             out = out.maximum(lo_m)
         if hi is not None:
-            out, hi_m = as_mat_pair(out, hi, "clamp")
+            out, hi_m = as_mat_pair(out, hi_m, "clamp")
             out = out.minimum(hi_m)
         if ctx.needs_input_grad:
             args = (x, lo, hi)
@@ -192,7 +195,7 @@ def clamp_max(input, max):
 class Maximum(Op):
     @staticmethod
     def forward(ctx, a, b):
-        a, b = as_mat_pair(a, b, "maximum")
+        a, b = as_mat_pair(a, b, "maximum", ctx.needs_input_grad)
         _meta(a, b, ctx)
         ctx.save_for_backward(a, b)
         return a.maximum(b)
@@ -207,7 +210,7 @@ class Maximum(Op):
 class Minimum(Op):
     @staticmethod
     def forward(ctx, a, b):
-        a, b = as_mat_pair(a, b, "minimum")
+        a, b = as_mat_pair(a, b, "minimum", ctx.needs_input_grad)
         _meta(a, b, ctx)
         ctx.save_for_backward(a, b)
         return a.minimum(b)
@@ -277,7 +280,7 @@ def minimum(input, other):
 class Where(Op):
     @staticmethod
     def forward(ctx, cond, a, b):
-        a, b = as_mat_pair(a, b, "where")
+        a, b = as_mat_pair(a, b, "where", ctx.needs_input_grad)
         if cond.dtype.kind != "b":
             cond = cond.astype(bool)
         _meta(a, b, ctx)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from nnkit.autograd.ops._util import check_tensor, is_scalar
+from nnkit.autograd.ops._util import check_tensor, is_scalar, promote_tensors
 from nnkit.autograd.ops.selection import where
 from nnkit.backends import dtypes as _dt
 
@@ -74,8 +74,9 @@ def xlog1py(input, other):
         input = _float(other, "special.xlog1py", "other").new_full((), float(input))
     if is_scalar(other):
         other = _float(input, "special.xlog1py").new_full((), float(other))
-    x = _float(input, "special.xlog1py")
-    y = _float(other, "special.xlog1py", "other")
+    check_tensor(input, "special.xlog1py")
+    check_tensor(other, "special.xlog1py", "other")
+    x, y = promote_tensors(input, other, floating=True)
     zero = (x == 0) & (y == y)
     ys = where(zero, 0.0, y)
     return where(zero, 0.0, x * ys.log1p())
