@@ -232,6 +232,60 @@ def long(x, memory_format=None) -> Tensor:
     return to(x, _dt.int64, memory_format=memory_format)
 
 
+def byte(input, memory_format=None):
+    """``input`` converted to uint8 (``input.to(nnkit.uint8)``); ``input`` itself if it
+    already is. Floats are truncated toward zero; out-of-range values wrap, as torch.
+
+    Args:
+        input: the input tensor.
+        memory_format: as in :func:`to`.
+
+    Returns:
+        A uint8 tensor on ``input``'s device (no gradient flows to integer results).
+
+    Example:
+        >>> nnkit.tensor([1.7, 200.0]).byte()
+        tensor([  1, 200], dtype=nnkit.uint8)
+    """
+    return to(input, _dt.uint8, memory_format=memory_format)
+
+
+def char(input, memory_format=None):
+    """``input`` converted to int8 (``input.to(nnkit.int8)``); ``input`` itself if it
+    already is. Floats are truncated toward zero, as torch.
+
+    Args:
+        input: the input tensor.
+        memory_format: as in :func:`to`.
+
+    Returns:
+        An int8 tensor on ``input``'s device.
+
+    Example:
+        >>> nnkit.tensor([1.7, -2.5]).char()
+        tensor([ 1, -2], dtype=nnkit.int8)
+    """
+    return to(input, _dt.int8, memory_format=memory_format)
+
+
+def short(input, memory_format=None):
+    """``input`` converted to int16 (``input.to(nnkit.int16)``); ``input`` itself if it
+    already is. Floats are truncated toward zero, as torch.
+
+    Args:
+        input: the input tensor.
+        memory_format: as in :func:`to`.
+
+    Returns:
+        An int16 tensor on ``input``'s device.
+
+    Example:
+        >>> nnkit.tensor([1.7, -2.5]).short()
+        tensor([ 1, -2], dtype=nnkit.int16)
+    """
+    return to(input, _dt.int16, memory_format=memory_format)
+
+
 def int(x, memory_format=None) -> Tensor:
     """``x`` converted to int32 (``x.to(nnkit.int32)``); ``x`` itself if it already is.
 

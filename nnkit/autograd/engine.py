@@ -510,7 +510,8 @@ def _capture_targets(node, buf, targets, results, owned) -> None:
 
 
 def _accumulate(impl, grad, owned) -> None:
-    if grad._impl.data.dtype != impl.data.dtype:
+    gd, ld = grad._impl.data.dtype, impl.data.dtype
+    if gd is not ld and gd != ld:
         # computed in another dtype (an operand cast in the forward, as a float64 0-d
         # tensor meeting a float32 tensor): the leaf's dtype, as torch casts it
         grad = grad.to(Tensor._wrap(impl).dtype)

@@ -13,6 +13,7 @@ from nnkit.backends.mat import ArrayMat
 
 __all__ = [
     "as_mat_pair",
+    "float_pair",
     "result_dtype",
     "promote_tensors",
     "scalar_mat",
@@ -112,6 +113,20 @@ def as_mat_pair(a, b, op: str, graph=()):
             if graph:
                 raise ZeroDimCast(b, da)
             return a, b.astype(da)
+    return a, b
+
+
+def float_pair(a, b, op: str, graph=(), same_dtype: bool = False):
+    """Both operands of a floating op as float Mats: :func:`as_mat_pair`'s promotion, an
+    integer or bool pair giving the default float dtype (as PyTorch). ``graph``: as for
+    :func:`as_mat_pair`. ``same_dtype``: also cast two float dtypes to the wider one (for
+    kernels that compute on both at once and return the first one's dtype)."""
+    a, b = as_mat_pair(a, b, op, graph)
+    if a.dtype.kind != "f":  # then neither is floating
+        a, b = float_mat(a), float_mat(b)
+    elif same_dtype and a.dtype != b.dtype:
+        wide = np.promote_types(a.dtype, b.dtype)
+        a, b = a.astype(wide), b.astype(wide)
     return a, b
 
 

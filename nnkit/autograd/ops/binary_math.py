@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar
+from nnkit.autograd.ops._util import float_pair, is_scalar
 from nnkit.autograd.ops.elementwise import sigmoid
 from nnkit.autograd.ops.selection import where
 from nnkit.autograd.ops.shape import broadcast_shapes
@@ -31,13 +31,6 @@ __all__ = [
 
 
 # -------------------------------------------------------------------- binary
-def _float_pair(a, b, op, graph=()):
-    a, b = as_mat_pair(a, b, op, graph)
-    if a.dtype.kind != "f":
-        a, b = float_mat(a), float_mat(b)
-    return a, b
-
-
 def _meta(ctx, a, b):
     ctx.meta = ((a.shape, a.dtype), (b.shape, b.dtype))
 
@@ -52,7 +45,7 @@ def _grads(ctx, ga, gb):
 
 def _binary(name, method, grads, save_out=False):
     def forward(ctx, a, b):
-        a, b = _float_pair(a, b, name.lower(), ctx.needs_input_grad)
+        a, b = float_pair(a, b, name.lower(), ctx.needs_input_grad)
         _meta(ctx, a, b)
         out = getattr(a, method)(b)
         ctx.save_for_backward(a, b, out) if save_out else ctx.save_for_backward(a, b)

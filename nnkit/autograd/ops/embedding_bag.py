@@ -20,6 +20,7 @@ from nnkit.autograd.ops.selection import where
 from nnkit.autograd.ops.statistics import norm
 from nnkit.backends import bag_kernels as _k
 from nnkit.backends import dtypes as _dt
+from nnkit.backends.check_kernels import check_index_range
 
 __all__ = ["embedding_bag"]
 
@@ -201,12 +202,9 @@ def embedding_bag(
                 f"{op}: padding_idx must be within -{num} and {num - 1}, got {padding_idx}"
             )
         padding_idx %= num
-    if numel:
-        lo, hi = int(input.min().item()), int(input.max().item())
-        if lo < 0 or hi >= num:
-            raise IndexError(
-                f"{op}: index {lo if lo < 0 else hi} out of range for {num} embeddings"
-            )
+    check_index_range(
+        input._impl.data, num, f"{op}: index {{bad}} out of range for {num} embeddings"
+    )
     for name, t in (("input", input), ("offsets", offsets)):
         if t.device != weight.device:
             raise RuntimeError(

@@ -10,8 +10,7 @@ like torch's, and a backward through it raises ``RuntimeError`` naming the op.
 from __future__ import annotations
 
 from nnkit.autograd.function import Op
-from nnkit.autograd.ops._util import check_tensor, float_mat, is_scalar
-from nnkit.autograd.ops.special_extra import _float_pair
+from nnkit.autograd.ops._util import check_tensor, float_mat, float_pair, is_scalar
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends import bessel_kernels as _b
 from nnkit.backends import special_kernels2 as _k
@@ -45,7 +44,7 @@ def _no_grad_op(name, n_inputs):
     else:
 
         def forward(ctx, x, n, fn):
-            x, n = _float_pair(x, n, f"special.{name}")
+            x, n = float_pair(x, n, f"special.{name}", same_dtype=True)
             if fn is _hermite[0] or fn is _hermite[1]:
                 limit = 128 if x.dtype.itemsize == 4 else 512
                 return _k.map2_float64(lambda xp, a, b: fn(xp, a, b, limit), x, n)

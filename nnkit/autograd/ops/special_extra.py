@@ -20,7 +20,7 @@ import numpy as np
 
 from nnkit.autograd.function import Op
 from nnkit.autograd.grad_mode import no_grad
-from nnkit.autograd.ops._util import as_mat_pair, check_tensor, float_mat, is_scalar
+from nnkit.autograd.ops._util import as_mat_pair, check_tensor, float_mat, float_pair, is_scalar
 from nnkit.autograd.ops.elementwise import exp
 from nnkit.autograd.ops.pointwise import exp2, sgn
 from nnkit.autograd.ops.reduction import sum as _sum
@@ -187,22 +187,10 @@ log_ndtr = _unary_fn(
 
 
 # -------------------------------------------------------------- binary ops
-def _float_pair(a, b, op):
-    """Both operands as float Mats of one dtype (torch's promotion)."""
-    a, b = as_mat_pair(a, b, op)
-    if a.dtype.kind != "f":  # both integer or bool
-        a = float_mat(a)
-        b = b.astype(a.dtype)
-    if a.dtype != b.dtype:
-        wide = np.promote_types(a.dtype, b.dtype)
-        a, b = a.astype(wide), b.astype(wide)
-    return a, b
-
-
 class Zeta(Op):
     @staticmethod
     def forward(ctx, x, q):
-        x, q = _float_pair(x, q, "special.zeta")
+        x, q = float_pair(x, q, "special.zeta", ctx.needs_input_grad, same_dtype=True)
         ctx.meta = ((x.shape, x.dtype), (q.shape, q.dtype))
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, q)
@@ -332,7 +320,7 @@ def _igamma_x_grad(g, a, x):
 
 def _igamma_op(name, fn, sign):
     def forward(ctx, a, x):
-        a, x = _float_pair(a, x, name)
+        a, x = float_pair(a, x, name, ctx.needs_input_grad, same_dtype=True)
         ctx.meta = ((a.shape, a.dtype), (x.shape, x.dtype))
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, x)

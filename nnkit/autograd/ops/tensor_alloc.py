@@ -10,7 +10,7 @@ PyTorch's (same seed, other values) but the distributions are torch's.
 
 from __future__ import annotations
 
-from nnkit.autograd.conversion import to
+from nnkit.autograd.conversion import byte, char, short
 from nnkit.autograd.factories import _cls_dt, _shape, empty, zeros
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import _dims, check_tensor
@@ -209,60 +209,6 @@ def resize_as_(input, the_template, *, memory_format=None):
     """
     check_tensor(the_template, "resize_as_", "the_template")
     return resize_(input, tuple(the_template.shape), memory_format=memory_format)
-
-
-def byte(input, memory_format=None):
-    """``input`` converted to uint8 (``input.to(nnkit.uint8)``); ``input`` itself if it
-    already is. Floats are truncated toward zero; out-of-range values wrap, as torch.
-
-    Args:
-        input: the input tensor.
-        memory_format: as in :func:`~nnkit.to`.
-
-    Returns:
-        A uint8 tensor on ``input``'s device (no gradient flows to integer results).
-
-    Example:
-        >>> nnkit.tensor([1.7, 200.0]).byte()
-        tensor([  1, 200], dtype=nnkit.uint8)
-    """
-    return to(input, _dt.uint8, memory_format=memory_format)
-
-
-def char(input, memory_format=None):
-    """``input`` converted to int8 (``input.to(nnkit.int8)``); ``input`` itself if it
-    already is. Floats are truncated toward zero, as torch.
-
-    Args:
-        input: the input tensor.
-        memory_format: as in :func:`~nnkit.to`.
-
-    Returns:
-        An int8 tensor on ``input``'s device.
-
-    Example:
-        >>> nnkit.tensor([1.7, -2.5]).char()
-        tensor([ 1, -2], dtype=nnkit.int8)
-    """
-    return to(input, _dt.int8, memory_format=memory_format)
-
-
-def short(input, memory_format=None):
-    """``input`` converted to int16 (``input.to(nnkit.int16)``); ``input`` itself if it
-    already is. Floats are truncated toward zero, as torch.
-
-    Args:
-        input: the input tensor.
-        memory_format: as in :func:`~nnkit.to`.
-
-    Returns:
-        An int16 tensor on ``input``'s device.
-
-    Example:
-        >>> nnkit.tensor([1.7, -2.5]).short()
-        tensor([ 1, -2], dtype=nnkit.int16)
-    """
-    return to(input, _dt.int16, memory_format=memory_format)
 
 
 def _sample_(x, name, kind, a, b, generator, floating=True):
