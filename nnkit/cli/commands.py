@@ -127,7 +127,12 @@ def _compile(config: Config, model: Any) -> Any:
     """``model.compile`` with the configured optimizer (over the built model), loss and
     metrics; returns the optimizer."""
     optimizer = build.build_optimizer(config.values, model)
-    model.compile(optimizer, config["loss"], metrics=config["metrics"])
+    model.compile(
+        optimizer,
+        config["loss"],
+        metrics=config["metrics"],
+        jit_compile=config["train"]["jit_compile"],
+    )
     return optimizer
 
 

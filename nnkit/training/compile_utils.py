@@ -135,14 +135,24 @@ class StatefulMetric:
         self.metric = identifier if isinstance(identifier, Metric) else None
         self._pending: list | None = None  # restored state for a metric not resolved yet
 
-    def update(self, y: Any, y_pred: Any, sample_weight: Any) -> None:
-        """Add one batch (``sample_weight`` is ignored unless ``weighted``)."""
+    @property
+    def pending(self) -> bool:
+        """Whether restored state waits for the metric to be resolved."""
+        return self._pending is not None
+
+    def resolve(self, y: Any, y_pred: Any) -> None:
+        """Resolve a metric given by name from a batch's targets and outputs (nothing
+        is added), then apply the restored state, if any."""
         if self.metric is None:
             self.metric = get_for_outputs(self.identifier, y, y_pred)
         if self._pending is not None:
             self.metric.update_state(y[:0], y_pred[:0])  # creates lazily made state
             self.metric.set_variables(self._pending)
             self._pending = None
+
+    def update(self, y: Any, y_pred: Any, sample_weight: Any) -> None:
+        """Add one batch (``sample_weight`` is ignored unless ``weighted``)."""
+        self.resolve(y, y_pred)
         weight = sample_weight if self.weighted else None
         self.metric.update_state(y, y_pred, sample_weight=weight)
 
@@ -348,6 +358,15 @@ class CompileConfig:
             ``{name: 0-d Tensor}``.
         """
         return {metric.name: metric.result() for metric in self.stateful}
+
+    def resolve_pending(self, y: Any, y_pred: Any) -> None:
+        """Resolve the stateful metrics that hold restored state, from one batch's
+        targets and outputs (as :meth:`compute_metrics` gets them; nothing is added)."""
+        y_pred, y = _as_tuple(y_pred)[0].detach(), _as_tuple(y)[0]
+        with no_grad():
+            for metric in self.stateful:
+                if metric.pending:
+                    metric.resolve(y, y_pred)
 
     def compute_loss(self, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
         """The loss of one batch: ``loss(y_pred, y)``, or the weighted sum over outputs.

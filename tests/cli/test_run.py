@@ -137,6 +137,43 @@ def test_resume_extends_epochs_exactly_with_a_step_scheduler(workdir, cli):
     assert [r.split(",")[0] for r in rows] == ["epoch", "0", "1", "2", "3"]
 
 
+def test_jit_compile_changes_no_result_and_may_change_on_resume(workdir, cli, monkeypatch):
+    """``train.jit_compile`` (default ``auto``: the training step compiled, 27 steps a
+    epoch for 3 epochs) gives the run folder of an eager run bit for bit, and a run
+    resumed with another setting ends as the uninterrupted one."""
+    from nnkit.jit.compiler import CompiledFunction
+
+    replays = []
+    call = CompiledFunction.__call__
+
+    def counted(self, *args, **kwargs):
+        before = self.num_replays
+        out = call(self, *args, **kwargs)
+        replays.append(self.num_replays - before)
+        return out
+
+    monkeypatch.setattr(CompiledFunction, "__call__", counted)
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 600},
+        "train": {"epochs": 3, "verbose": 0},
+        "output": {"dir": "eager"},
+    }
+    path = write_config(workdir, config, "cfg.yaml")
+    assert cli("train", path, "--set", "train.jit_compile=false").exit_code == 0
+    assert replays == []
+    assert cli("train", path, "--set", "output.dir=auto").exit_code == 0
+    assert len(replays) == 81 and sum(replays) > 70  # train steps only, nearly all replays
+    assert_same(outcome(workdir / "eager"), outcome(workdir / "auto"))
+    assert cli("train", path, "--set", "output.dir=mixed", "--set", "train.epochs=2").exit_code == 0
+    result = cli(
+        "train", path, "--set", "output.dir=mixed", "--set", "train.jit_compile=true",
+        "--resume", "auto",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert_same(outcome(workdir / "eager"), outcome(workdir / "mixed"))
+
+
 def test_run_folder_contents_and_final_lines(workdir, cli):
     config = {
         **SLOW,
