@@ -162,22 +162,23 @@ class StatefulMetric:
         if self.metric is not None:
             self.metric.reset_state()
 
-    def result(self) -> float:
-        """The value over every sample since the last reset (NaN before any)."""
+    def result(self) -> Any:
+        """The value over every sample since the last reset (NaN before any): a float,
+        or for a metric with several values (``F1Score(average=None)``, ``Precision``
+        with a list of thresholds) a NumPy array of them, as Keras logs it."""
         if self.metric is None or not self.metric.variables:
             return float("nan")
-        value = self.metric.result()
-        return float(value.item()) if value.numel() == 1 else value.detach().numpy().tolist()
+        value = self.metric.result().detach()
+        return float(value.item()) if value.ndim == 0 else value.numpy().copy()
 
     def value(self) -> Any:
-        """:meth:`result` as a detached 0-d Tensor, without reading it into Python (what
-        a step returns; a compiled step can replay it). A vector result, or NaN before
-        any sample, is given as :meth:`result` gives it."""
+        """:meth:`result` as a detached Tensor (0-d, or a vector), without reading it
+        into Python (what a step returns; a compiled step can replay it); NaN before
+        any sample."""
         metric = self.metric
         if metric is None or not metric.variables:
             return float("nan")
-        value = metric.result().detach()
-        return value if value.numel() == 1 else self.result()
+        return metric.result().detach()
 
     def guard_key(self) -> tuple:
         """What a compiled step depends on (see ``Model._jit_state_key``): the metric
@@ -355,7 +356,7 @@ class CompileConfig:
         """``{name: value}`` of the stateful metrics over the samples since the reset.
 
         Returns:
-            ``{name: 0-d Tensor}``.
+            ``{name: float}`` (a NumPy array for a metric with several values).
         """
         return {metric.name: metric.result() for metric in self.stateful}
 

@@ -174,6 +174,34 @@ def test_jit_compile_changes_no_result_and_may_change_on_resume(workdir, cli, mo
     assert_same(outcome(workdir / "eager"), outcome(workdir / "mixed"))
 
 
+def test_run_files_and_lines_with_a_metric_of_several_values(tmp_path):
+    """The run folder's writers given a log with several values (a Precision with two
+    thresholds, as a model compiled in Python logs it): history.json gets a list per
+    epoch, the printed line the mean (as Keras's progress bar), curves.png a line each."""
+    from nnkit.callbacks import History
+    from nnkit.cli import run_folder
+    from nnkit.cli.commands import _format_logs
+
+    history = History()
+    history.set_model(nnkit.Sequential(nnkit.nn.Linear(2, 2)))
+    files = run_folder.RunFiles(history, tmp_path / "history.json")
+    for epoch in range(2):
+        logs = {"loss": 0.5 / (epoch + 1), "prec": np.array([0.25, 0.5 + epoch], np.float32)}
+        history.on_epoch_end(epoch, logs)
+        files.on_epoch_end(epoch, logs)
+    saved = json.loads((tmp_path / "history.json").read_text())
+    assert saved == {
+        "epoch": [0, 1],
+        "history": {"loss": [0.5, 0.25], "prec": [[0.25, 0.5], [0.25, 1.5]]},
+    }
+    assert _format_logs(logs, "test ") == "test loss: 0.2500 - test prec: 0.8750"
+    line = run_folder.plot_curves(history.history, tmp_path / "curves.png")
+    assert line in (
+        f"plot: {tmp_path / 'curves.png'}",
+        "plot: not drawn (matplotlib is not installed: pip install 'nnkit[plot]')",
+    )
+
+
 def test_run_folder_contents_and_final_lines(workdir, cli):
     config = {
         **SLOW,
