@@ -158,6 +158,7 @@ class CompiledFunction:
         self._cache: dict = {}
         self._reasons: dict[str, None] = {}  # why calls ran eagerly, in order, once each
         self._discards = 0
+        self._cleared_replays = 0  # replays of the programs that clear() dropped
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -171,8 +172,18 @@ class CompiledFunction:
 
     @property
     def num_replays(self) -> int:
-        """How many calls replayed a recorded program."""
-        return sum(p.replays for v in self._cache.values() if isinstance(v, list) for p in v)
+        """How many calls replayed a recorded program (those dropped by :meth:`clear`
+        included)."""
+        live = sum(p.replays for v in self._cache.values() if isinstance(v, list) for p in v)
+        return self._cleared_replays + live
+
+    def clear(self) -> None:
+        """Drop every recorded program (and the buffers it keeps alive) and forget why
+        calls ran eagerly: the next call records again."""
+        self._cleared_replays = self.num_replays
+        self._cache.clear()
+        self._reasons.clear()
+        self._discards = 0
 
     @property
     def fallbacks(self) -> tuple[str, ...]:

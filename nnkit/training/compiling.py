@@ -102,7 +102,9 @@ class Compiling:
                 and validation run eagerly (a forward pass alone gains too little per
                 replay). A step the recording refuses (hooks, anomaly detection,
                 ``.item()``) then runs eagerly, silently, and so does every later call of
-                that ``fit``. The results are bitwise those of ``False`` in every case.
+                that ``fit``. When the ``fit`` returns, its programs are dropped (their
+                buffers freed, as an eager step's are). The results are bitwise those of
+                ``False`` in every case.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric name (the message lists
@@ -185,15 +187,21 @@ class Compiling:
             compiled = None
         if config.jit_compile == "auto":
             if compiled is not None and compiled.fallbacks:
-                return fn  # it could not replay: eager from then on, silently
-            # once programs are recorded, their cost is paid: a short run uses them too
-            made = compiled is not None and compiled.num_programs
-            if self._auto_eager_reason(name, None if made else planned) is not None:
+                return fn  # it could not replay: eager for the rest of the fit, silently
+            if self._auto_eager_reason(name, planned) is not None:
                 return fn
         if compiled is None:
             compiled = CompiledFunction(fn, warn=config.jit_compile is True)
             self.__dict__.setdefault("_jit_steps", {})[name] = compiled
         return compiled
+
+    def _release_auto_programs(self) -> None:
+        """At the end of a ``fit`` under ``jit_compile="auto"``: drop the training step's
+        programs, so that the buffers they keep alive (one step's intermediates) are
+        freed as an eager step's are; the next ``fit`` records again."""
+        compiled = self.__dict__.get("_jit_steps", {}).get("train_step")
+        if compiled is not None and self._compiled.jit_compile == "auto":
+            compiled.clear()
 
     def _auto_eager_reason(self, name: str, planned: int | None = None) -> str | None:
         """Why ``jit_compile="auto"`` runs the step ``name`` eagerly, or None to compile

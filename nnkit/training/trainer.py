@@ -347,6 +347,7 @@ class Trainer(Compiling, Evaluation, Saving):
                 cbs.on_train_end(logs)
         finally:
             self._fit_state = None
+            self._release_auto_programs()
         return cbs.history
 
     @staticmethod

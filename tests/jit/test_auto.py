@@ -31,6 +31,15 @@ def _halve(epoch, lr):
     return lr * 0.5 if epoch % 3 == 2 else lr
 
 
+class _Programs(Callback):
+    """What the compiled training step holds when the fit ends (``"auto"`` drops its
+    programs right after): ``model.at_end = (programs, fallbacks)``."""
+
+    def on_train_end(self, logs=None):
+        train = _steps(self.model).get("train_step")
+        self.model.at_end = None if train is None else (train.num_programs, train.fallbacks)
+
+
 def _train(jit_compile, weighting=None, epochs=10, model=None, callbacks=(), **fit_kwargs):
     """Fit (200 samples, batches of 32: six full and a partial last one per epoch, 70
     steps in 10 epochs), then evaluate and predict; everything comparable returned."""
@@ -47,7 +56,9 @@ def _train(jit_compile, weighting=None, epochs=10, model=None, callbacks=(), **f
         fit_kwargs["sample_weight"] = w
     history = model.fit(
         x, y, batch_size=32, epochs=epochs, verbose=0, validation_data=(xv, yv), seed=3,
-        callbacks=[LearningRateScheduler(_halve), ReduceLROnPlateau(patience=1), *callbacks],
+        callbacks=[
+            LearningRateScheduler(_halve), ReduceLROnPlateau(patience=1), *callbacks, _Programs()
+        ],
         **fit_kwargs,
     )  # fmt: skip
     weights = [t.detach().numpy().copy() for t in model.state_dict().values()]
@@ -75,8 +86,8 @@ def test_auto_compiles_fit_and_is_bitwise_eager(weighting):
     train = steps["train_step"]
     # the full batches and the partial last one each have their program (recorded and
     # checked); the very first call, which resolves the stateful metric, is discarded
-    assert train.num_programs == 2 and train.num_replays == 70 - 5
-    assert train.fallbacks == ()
+    assert auto[0].at_end == (2, ()) and train.num_replays == 70 - 5
+    assert train.num_programs == 0  # dropped when the fit returned: their memory freed
     assert set(steps) == {"train_step"}  # evaluate, predict and validation: eager
     assert len(auto[1]["learning_rate"]) == 10 and auto[1]["learning_rate"][-1] < 1e-3
 
@@ -108,13 +119,16 @@ def test_a_short_fit_stays_eager():
     assert 7 * 9 < AUTO_MIN_STEPS <= 7 * 10
     eager, auto = _train(False, epochs=9), _train("auto", epochs=9)
     _assert_equal(eager, auto)
-    assert _steps(auto[0]) == {}
-    # a compiled train_step, once recorded, serves later short fits too
+    assert _steps(auto[0]) == {} and auto[0].at_end is None
+
+
+def test_a_later_fit_records_again():
     model = _train("auto")[0]
     replays = _steps(model)["train_step"].num_replays
     x, y, _ = _data()
-    model.fit(x, y, batch_size=32, epochs=1, verbose=0)
-    assert _steps(model)["train_step"].num_replays == replays + 7
+    model.fit(x, y, batch_size=32, epochs=10, verbose=0, callbacks=[_Programs()])
+    assert model.at_end == (2, ())  # recorded again (the first fit's were dropped)
+    assert _steps(model)["train_step"].num_replays == replays + 70 - 4
 
 
 class _Scale(nn.Module):
@@ -174,8 +188,7 @@ def test_a_step_that_cannot_replay_falls_back_silently():
     eager = _train(False, model=add_hook(_model()))
     auto = _train("auto", model=add_hook(_model()))
     _assert_equal(eager, auto)
-    train = _steps(auto[0])["train_step"]
-    assert train.fallbacks == ("a module has forward hooks",) and train.num_programs == 0
+    assert auto[0].at_end == (0, ("a module has forward hooks",))
     with pytest.warns(RuntimeWarning) as caught:
         _train(True, model=add_hook(_model()))
     assert sorted(str(w.message) for w in caught) == [
@@ -189,7 +202,7 @@ def test_anomaly_mode_falls_back_silently():
     with nnkit.autograd.detect_anomaly():
         auto = _train("auto", epochs=10)
     _assert_equal(eager, auto)
-    assert _steps(auto[0])["train_step"].fallbacks == ("anomaly detection is on",)
+    assert auto[0].at_end == (0, ("anomaly detection is on",))
 
 
 class _DropoutUp(Callback):
@@ -204,9 +217,9 @@ def test_a_layer_attribute_changed_by_a_callback_is_guarded(jit_compile):
     eager = _train(False, callbacks=[_DropoutUp()])
     compiled = _train(jit_compile, callbacks=[_DropoutUp()])
     _assert_equal(eager, compiled)
-    train = _steps(compiled[0])["train_step"]
     # two rates, each with its full-batch and partial-batch program
-    assert train.num_programs == 4 and train.num_replays == 70 - 9
+    assert compiled[0].at_end == (4, ())
+    assert _steps(compiled[0])["train_step"].num_replays == 70 - 9
 
 
 def test_auto_is_eager_off_the_cpu(monkeypatch):
