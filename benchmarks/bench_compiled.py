@@ -17,14 +17,17 @@ The compiled contender replays the recorded program of Mat kernel calls (no Tens
 graph node or engine in between); before timing, the replayed losses are checked
 against the eager ones (bitwise) over a few steps. ``--torch-compile`` adds the PyTorch
 step through ``torch.compile`` (compiled before timing: tens of seconds per workload).
-``--profile N`` prints where the time of N replays goes (cProfile) instead of timing.
+``--profile N`` prints where the time of N replays goes (cProfile) instead of timing;
+``--copies`` counts the bytes a replay copies into the recorded buffers (the results of
+kernels that make fresh arrays, per kernel) instead of timing.
 Run: ``python -m benchmarks.bench_compiled [--repeats 25] [--only chain,mlp16,lstm]
-[--torch-compile] [--profile 200]``.
+[--torch-compile] [--profile 200] [--copies]``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
 import numpy as np
 
@@ -34,6 +37,8 @@ from benchmarks import bench_lstm, bench_mlp, bench_transformer
 from benchmarks._common import blas_threads, env_line, interleaved_medians, try_torch
 from benchmarks.bench_overhead import N_OPS, chain
 from nnkit import nn
+from nnkit.backends import replay
+from nnkit.backends.mat import ArrayMat
 
 SIZES = (784, 512, 512, 10)
 LR = 0.01
@@ -210,17 +215,71 @@ def _profile(fn, n: int) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(15)
 
 
+class _CopyCounter:
+    """Counts what ``replay.refill`` copies into recorded buffers, by kernel (installed
+    before the programs are built: it wraps the steps that refill)."""
+
+    def __init__(self) -> None:
+        self.replay, self.bytes, self.current, self.depth = replay, Counter(), None, 0
+        refill, generic = replay.refill, replay._generic
+
+        def counted_refill(old, new):
+            if self.depth == 0:
+                self.bytes[self.current] += self._size(old)
+            self.depth += 1
+            try:
+                refill(old, new)
+            finally:
+                self.depth -= 1
+
+        def named_generic(step):
+            call = generic(step)
+
+            def run():
+                self.current = step.name
+                call()
+
+            return run
+
+        replay.refill, replay._generic = counted_refill, named_generic
+
+    def _size(self, old) -> int:
+        if isinstance(old, ArrayMat):
+            a = old.array
+            return a.nbytes if a.flags.writeable else self.replay.root_array(a).nbytes
+        if isinstance(old, (tuple, list)):
+            return sum(self._size(o) for o in old)
+        if isinstance(old, dict):
+            return sum(self._size(o) for o in old.values())
+        return old.nbytes if isinstance(old, np.ndarray) else 0  # a state object: rebound
+
+    def report(self, name: str, fn, n: int = 5) -> None:
+        self.bytes.clear()
+        for _ in range(n):
+            fn()
+        total = sum(self.bytes.values()) / n
+        print(f"  {name:12s} {total:12.0f} bytes copied into recorded buffers per replay")
+        for kernel, size in self.bytes.most_common(8):
+            if size:
+                print(f"    {kernel:26s} {size / n:12.0f}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=25)
     ap.add_argument("--only", default=",".join(WORKLOADS), help="workloads, comma-separated")
     ap.add_argument("--profile", type=int, default=0, help="cProfile N replays, no timing")
+    ap.add_argument("--copies", action="store_true", help="bytes copied per replay, no timing")
     ap.add_argument("--torch-compile", action="store_true", help="add torch.compile's step")
     args = ap.parse_args(argv)
     torch = try_torch(blas_threads())
     print(f"eager vs nnkit.compile vs torch vs NumPy floor ({env_line()})")
+    counter = _CopyCounter() if args.copies else None
     for name in args.only.split(","):
         fns, batch = contenders(name, torch)
+        if counter is not None:
+            counter.report(name, fns["compiled"])
+            continue
         if args.profile:
             print(f"--- {name}: {args.profile} replays")
             _profile(fns["compiled"], args.profile)

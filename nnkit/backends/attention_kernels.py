@@ -14,11 +14,18 @@ With ``heads`` (multi-head attention) q, k and v come as ``(N, L, E)`` arrays (o
 the packed ``(N, L, 3E)`` projection, k and v None) and are read as ``(N, H, L, E/H)``
 strided views; the output and the gradients are written by the GEMMs straight into
 ``(N, L, E)`` (``(N, L, 3E)``) buffers, so splitting and merging heads copies nothing.
+
+Both take ``out=``, the Mats to write their results into (what a replay of a compiled
+step passes, see :func:`~nnkit.backends.replay.writes_into`): the scores are formed in
+the weights' buffer and the products written into the results', by the same
+operations, so the values are the same.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from nnkit.backends.replay import writes_into
 
 __all__ = ["sdpa_forward", "sdpa_backward"]
 
@@ -50,20 +57,40 @@ def _matmul_into(xp, a, b, out) -> None:
         out[...] = xp.matmul(a, b)
 
 
-def _scores(xp, q, k, mask, scale):
+def _scores(xp, q, k, mask, scale, into=None):
     """``q k^T * scale`` masked: a boolean ``mask`` keeps where True (``-inf``
-    elsewhere), a float one is added; broadcast to the masked shape where needed."""
-    s = xp.matmul(q, k.swapaxes(-1, -2))
+    elsewhere), a float one is added; broadcast to the masked shape where needed.
+    ``into``: the array to leave the result in (of that shape), or None."""
+    shape = q.shape[:-1] + k.shape[-2:-1]
+    direct = into is not None and (mask is None or mask.dtype != np.bool_)
+    direct = direct and np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) == q.shape[:-2]
+    s = xp.matmul(q, k.swapaxes(-1, -2), out=into if direct and into.shape == shape else None)
     s *= scale
     if mask is None:
-        return s
+        return _into(xp, s, into)
     shape = np.broadcast_shapes(s.shape, mask.shape)
     if shape != s.shape:
-        s = xp.ascontiguousarray(xp.broadcast_to(s, shape))
+        if into is not None and mask.dtype != np.bool_:
+            xp.copyto(into, xp.broadcast_to(s, shape))
+            s = into
+        else:
+            s = xp.ascontiguousarray(xp.broadcast_to(s, shape))
     if mask.dtype == np.bool_:
-        return xp.where(mask, s, xp.asarray(-np.inf, dtype=s.dtype))
+        if into is None:
+            return xp.where(mask, s, xp.asarray(-np.inf, dtype=s.dtype))
+        xp.copyto(into, xp.asarray(-np.inf, dtype=s.dtype))
+        xp.copyto(into, s, where=mask)
+        return into
     s += mask
-    return s
+    return _into(xp, s, into)
+
+
+def _into(xp, a, into):
+    """``a``, or ``into`` holding it (copied where it is another array)."""
+    if into is None or a is into:
+        return a
+    xp.copyto(into, a)
+    return into
 
 
 def _softmax_(xp, s):
@@ -85,14 +112,31 @@ def _inputs(q, k, v, heads):
     return _split(q.array, heads), _split(k.array, heads), _split(v.array, heads)
 
 
-def sdpa_forward(q, k, v, mask, scale: float, heads=None):
+def _heads_views(out, parts, heads):
+    """The ``(N, H, L, D)`` view per part of an ``(N, L, parts * E)`` result array
+    (what :func:`_heads_buffer` made)."""
+    n, length, e = out.shape
+    buf = out.reshape(n, length, parts, heads, e // (parts * heads))
+    return [buf[:, :, j].transpose(0, 2, 1, 3) for j in range(parts)]
+
+
+@writes_into
+def sdpa_forward(q, k, v, mask, scale: float, heads=None, *, out=None):
     """``(softmax(q k^T * scale + mask) v, p)`` for Mats ``q``, ``k``, ``v`` (``mask`` a
     Mat or None); the second result is the attention weights ``p``. With ``heads`` the
-    inputs are ``(N, L, E)`` (or q packed, k and v None) and so is the output."""
+    inputs are ``(N, L, E)`` (or q packed, k and v None) and so is the output.
+    ``out``: the two Mats to write the results into."""
     xp = q.xp
     qa, ka, va = _inputs(q, k, v, heads)
-    s = _scores(xp, qa, ka, None if mask is None else mask.array, scale)
+    into = None if out is None else out[1].array
+    s = _scores(xp, qa, ka, None if mask is None else mask.array, scale, into)
     p = _softmax_(xp, s) if s.size else s  # an empty row has no maximum to shift by
+    if out is not None:
+        if heads is None:
+            _matmul_into(xp, p, va, out[0].array)
+        else:
+            _matmul_into(xp, p, va, _heads_views(out[0].array, 1, heads)[0])
+        return out
     if heads is None:
         return q._new(xp.matmul(p, va)), q._new(p)
     n, length, d = qa.shape[0], qa.shape[2], va.shape[3]
@@ -101,27 +145,39 @@ def sdpa_forward(q, k, v, mask, scale: float, heads=None):
     return q._new(buf.reshape(n, length, heads * d)), q._new(p)
 
 
-def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None):
+@writes_into
+def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None, *, out=None):
     """The gradients ``(dq, dk, dv, ds)`` for the output gradient ``g`` (and ``gp``, the
     weights' gradient, or None); ``need`` flags which of q, k, v and the (float) mask
     are wanted; ``ds``, the scores' gradient, is the mask's. Unwanted ones are None;
     the others have the broadcast batch shape (the caller sums them to the inputs').
     With ``heads`` they have the inputs' ``(N, L, E)`` shapes (packed: one ``dq`` of
-    ``(N, L, 3E)``, dk and dv None)."""
+    ``(N, L, 3E)``, dk and dv None). ``out``: the four results' Mats (None where
+    unwanted) to write them into."""
     xp = g.xp
     qa, ka, va = _inputs(q, k, v, heads)
     ga, pa = (g.array if heads is None else _split(g.array, heads)), p.array
     packed = heads is not None and k is None
     if packed:
         need = (need[0], need[0], need[0], need[3])
+    into = [None] * 4 if out is None else [None if m is None else m.array for m in out]
     views, bufs = [None] * 3, [None] * 3
-    if packed and need[0]:  # dq, dk, dv written into one (N, L, 3E) buffer
-        bufs[0], views = _heads_buffer(
-            xp, qa.shape[0], qa.shape[2], 3, heads, qa.shape[3], pa.dtype
-        )
-    elif heads is not None:  # each into an (N, L, E) buffer
+    if heads is None:
+        views = into[:3]
+    elif packed and need[0]:  # dq, dk, dv written into one (N, L, 3E) buffer
+        if into[0] is not None:
+            views = _heads_views(into[0], 3, heads)
+        else:
+            bufs[0], views = _heads_buffer(
+                xp, qa.shape[0], qa.shape[2], 3, heads, qa.shape[3], pa.dtype
+            )
+    else:  # each into an (N, L, E) buffer
         for j, a in enumerate((qa, ka, va)):
-            if need[j]:
+            if not need[j]:
+                continue
+            if into[j] is not None:
+                (views[j],) = _heads_views(into[j], 1, heads)
+            else:
                 bufs[j], (views[j],) = _heads_buffer(
                     xp, a.shape[0], a.shape[2], 1, heads, a.shape[3], pa.dtype
                 )
@@ -135,11 +191,16 @@ def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None):
     dv = product(pa.swapaxes(-1, -2), ga, 2) if need[2] else None
     ds = None
     if need[0] or need[1] or need[3]:
-        ds = xp.matmul(ga, va.swapaxes(-1, -2))
+        into_ds = into[3] if need[3] else None
+        shape = ga.shape[:-1] + va.shape[-2:-1]
+        direct = into_ds is not None and into_ds.shape == shape
+        direct = direct and np.broadcast_shapes(ga.shape[:-2], va.shape[:-2]) == ga.shape[:-2]
+        ds = xp.matmul(ga, va.swapaxes(-1, -2), out=into_ds if direct else None)
         if gp is not None:
-            ds = ds + gp.array
+            ds = xp.add(ds, gp.array, out=ds if direct else None)
         if ds.shape != pa.shape:
             ds = xp.ascontiguousarray(xp.broadcast_to(ds, np.broadcast_shapes(ds.shape, pa.shape)))
+        ds = _into(xp, ds, into_ds)
         ds -= (ds * pa).sum(axis=-1, keepdims=True)
         ds *= pa
     dq = product(ds, ka, 0) if need[0] else None
@@ -147,6 +208,8 @@ def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None):
     for t in (dq, dk):
         if t is not None:
             t *= scale
+    if out is not None:
+        return out
     dmask = None if not need[3] else q._new(ds)
     if heads is None:
         return *[None if t is None else q._new(t) for t in (dq, dk, dv)], dmask

@@ -7,11 +7,15 @@ pass, ``q`` being the (weighted, smoothed) target distribution and ``S`` its sum
 sample (1 without weights). The forward mirrors the composite ``log_softmax`` +
 ``nll_loss`` formula operation for operation, so losses are bitwise equal to it; the
 gradient differs from the composite's chain of backward ops only by float rounding.
+:func:`ce_backward` takes ``out=``, the array to write the gradient into (what a replay
+of a compiled step passes): the same operations, so the same values.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from nnkit.backends.replay import writes_into
 
 __all__ = ["CEState", "ce_forward", "ce_backward", "ce_target_dist"]
 
@@ -115,23 +119,26 @@ def ce_target_dist(st, weight):
     return q, q.sum(axis=cd, keepdims=True)
 
 
-def ce_backward(g, st, weight, reduction):
+@writes_into
+def ce_backward(g, st, weight, reduction, *, out=None):
     """The gradient wrt the logits for the loss gradient Mat ``g``: one pass
-    ``g * (exp(logp) * S - q)``, with the target's own entry subtracted in place."""
+    ``g * (exp(logp) * S - q)``, with the target's own entry subtracted in place.
+    ``out``: the array to write it into (``logp``'s shape and dtype)."""
     xp = g.xp
     lp, cd = st.logp, st.cd
     ga = g.array
     if reduction == "mean":
         ga = ga / st.den
     gs = _along(ga, cd) if reduction == "none" else ga
-    p = xp.exp(lp)
+    # exp straight into ``out`` where it has logp's dtype (the product then in place)
+    p = xp.exp(lp, out=out if out is not None and out.dtype == lp.dtype else None)
     if not st.index:
         q = st.q if weight is None else st.q * _class_view(weight.array, lp.ndim, cd)
         s = xp.broadcast_to(q, lp.shape).sum(axis=cd, keepdims=True)
-        out = p * s
-        out -= q
-        out *= gs
-        return out
+        res = xp.multiply(p, s, out=out)
+        res -= q
+        res *= gs
+        return res
     e, n_classes = st.smoothing, lp.shape[cd]
     a = st.w * (1.0 - e) if e else st.w
     # ignored samples get exactly 0, even when the mean divides by no weight (torch)
@@ -140,15 +147,15 @@ def ce_backward(g, st, weight, reduction):
     if e:
         b = xp.where(vm, _along(st.valid.astype(lp.dtype) * (e / n_classes), cd) * gs, zero)
         wsum = n_classes if weight is None else weight.array.sum()
-        out = p * (a + b * wsum)
-        out -= b if weight is None else b * _class_view(weight.array, lp.ndim, cd)
+        res = xp.multiply(p, a + b * wsum, out=out)
+        res -= b if weight is None else b * _class_view(weight.array, lp.ndim, cd)
     else:
-        out = p * a
+        res = xp.multiply(p, a, out=out)
     idx = xp.expand_dims(st.safe, cd)
     if hasattr(xp, "put_along_axis"):
         a = xp.broadcast_to(a, idx.shape)
-        xp.put_along_axis(out, idx, xp.take_along_axis(out, idx, cd) - a, cd)
+        xp.put_along_axis(res, idx, xp.take_along_axis(res, idx, cd) - a, cd)
     else:  # an array module without put_along_axis: a one-hot product
         hot = xp.arange(n_classes).reshape(_class_view(xp.arange(n_classes), lp.ndim, cd).shape)
-        out -= (hot == idx) * a
-    return out
+        res -= (hot == idx) * a
+    return res

@@ -27,10 +27,10 @@ import functools
 import sys
 import threading
 import weakref
-from types import FunctionType
 
 import numpy as np
 
+from nnkit.backends import recording_plans as plans
 from nnkit.backends.device import _mat_classes
 from nnkit.backends.mat import ArrayMat, next_serial
 from nnkit.backends.replay import Rebind, attrs, root_array, token
@@ -201,40 +201,17 @@ class Recorder:
         _lock.release()
 
     def _patch(self, cls) -> None:
-        seen = set()
-        for klass in cls.__mro__:
-            for name, attr in list(vars(klass).items()):
-                if name in seen or (name.startswith("_") and name not in _PRIVATE):
-                    continue
-                seen.add(name)
-                if isinstance(attr, (classmethod, staticmethod)):
-                    wrapped = type(attr)(_wrap(name, attr.__func__))
-                elif callable(attr) and not isinstance(attr, type):
-                    wrapped = _wrap(name, attr)
-                else:
-                    continue
-                self._patched.append((cls, name, vars(cls).get(name)))
-                setattr(cls, name, wrapped)
+        for name, wrapped in plans.class_plan(cls, _wrap, _PRIVATE):
+            self._patched.append((cls, name, vars(cls).get(name)))
+            setattr(cls, name, wrapped)
 
     def _patch_kernels(self) -> None:
         """Wrap the public functions of the ``nnkit.backends.*_kernels`` modules (not
         the optimizer kernels, which run inside an optimizer's live ``step``), there and
         wherever a loaded nnkit module imported them by name."""
-        fns = {}
-        for name, mod in list(sys.modules.items()):
-            if name.startswith("nnkit.backends.") and name.endswith("_kernels"):
-                if name in _NOT_KERNELS:
-                    continue
-                for k, v in vars(mod).items():
-                    if type(v) is FunctionType and v.__module__ == name and k[0] != "_":
-                        fns[id(v)] = v
-        for name, mod in list(sys.modules.items()):
-            if mod is None or not name.startswith("nnkit"):
-                continue
-            for k, v in list(vars(mod).items()):
-                if type(v) is FunctionType and fns.get(id(v)) is v:
-                    self._patched.append((mod, k, v))
-                    setattr(mod, k, kernel(v))
+        for mod, k, v, wrapped in plans.kernel_plan(kernel, _NOT_KERNELS):
+            self._patched.append((mod, k, v))
+            setattr(mod, k, wrapped)
 
     # ---------------------------------------------------------------- recording
     def fail(self, reason: str) -> None:

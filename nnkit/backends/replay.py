@@ -6,6 +6,9 @@
   ``matmul``, ``sum``, ``relu`` and the fused activation gradients, ...) writes straight
   into the recorded result's array with ``out=`` (no allocation, no copy; the same
   ufunc loop on the same operands, so the values are bitwise those of the method);
+* a fused kernel marked :func:`writes_into` (layer norm, attention, the cross-entropy's
+  gradient) is called with the recorded results as ``out=`` and writes into them, by
+  the same operations as when it makes new ones (nothing to copy);
 * every other step calls its function and puts the fresh result where the recording's
   was, by rebinding a Mat's array or by copying into it (and into arrays and state
   objects that other code holds).
@@ -19,7 +22,9 @@ import numpy as np
 
 from nnkit.backends.mat import ArrayMat
 
-__all__ = ["Rebind", "attrs", "build", "rebind", "refill", "root_array", "run", "token"]
+__all__ = [
+    "Rebind", "attrs", "build", "rebind", "refill", "root_array", "run", "token", "writes_into",
+]  # fmt: skip
 
 
 class Rebind:
@@ -120,7 +125,39 @@ def run(calls) -> None:
 
 def build(program) -> list:
     """The finished ``program`` as a flat list of argument-free callables (made once)."""
-    return [_fast(step) or _generic(step) for step in program]
+    return [_fast(step) or _into(step) or _generic(step) for step in program]
+
+
+def writes_into(fn):
+    """Mark a kernel function taking ``out=`` (keyword only): the layout of its results
+    (Mats, arrays, None where it makes none), which it then writes into, by the same
+    operations on the same values as when it makes new ones, and returns."""
+    fn.writes_into = True
+    return fn
+
+
+def _into(step):
+    """``fn(*args, out=recorded results)`` for a kernel marked :func:`writes_into`, or
+    None (another kernel, a state object among the results, or not NumPy's arrays)."""
+    fn, outs = unwrap(step.fn), step.outs
+    if not getattr(fn, "writes_into", False) or outs is None or type(outs) is Rebind:
+        return None
+    if not _plain_numpy(outs):
+        return None
+    return functools.partial(fn, *step.args, out=outs, **step.kwargs)
+
+
+def _plain_numpy(layout) -> bool:
+    """Whether every result in ``layout`` is a writable NumPy array (or a Mat of one)."""
+    if layout is None:
+        return True
+    if isinstance(layout, ArrayMat):
+        if layout.xp is not np:
+            return False
+        layout = layout.array
+    if isinstance(layout, (tuple, list)):
+        return all(_plain_numpy(x) for x in layout)
+    return type(layout) is np.ndarray and layout.flags.writeable
 
 
 def unwrap(fn):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
-__all__ = ["resolve_mode", "MonitorComparison"]
+import numpy as np
+
+__all__ = ["resolve_mode", "MonitorComparison", "monitored_number"]
 
 
 def resolve_mode(mode: str, monitor: str, owner: str) -> str:
@@ -56,4 +59,21 @@ class MonitorComparison:
                 stacklevel=3,
             )
             return None
-        return float(value)
+        return monitored_number(value, self.monitor, owner)
+
+
+def monitored_number(value: Any, monitor: str, owner: str) -> float:
+    """The logged ``value`` of ``monitor`` as a float.
+
+    Raises:
+        ValueError: naming the log, for a metric with several values (a vector such as
+            ``F1Score(average=None)``'s), which has no single best.
+    """
+    if np.size(value) != 1:
+        raise ValueError(
+            f"{owner} monitors '{monitor}', a metric with {np.size(value)} values "
+            f"(shape {tuple(np.shape(value))}), which has no single best: monitor a "
+            "metric with one value (e.g. F1Score(average='macro'), or Precision with "
+            "one threshold)"
+        )
+    return float(np.asarray(value).reshape(())) if np.ndim(value) else float(value)

@@ -4,22 +4,38 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterable
 from typing import IO, Any
+
+import numpy as np
 
 from nnkit.callbacks.callback import Callback
 
 __all__ = ["CSVLogger"]
 
 
+def _cell(value: Any) -> Any:
+    """A log value as Keras's CSVLogger writes it: a number as it is, a metric with
+    several values as ``"[v1, v2, ...]"`` (quotes included; the CSV writer doubles
+    them)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Iterable) and not (isinstance(value, np.ndarray) and value.ndim == 0):
+        return f'"[{", ".join(map(str, value))}]"'
+    return value
+
+
 class CSVLogger(Callback):
     """Write one CSV row per epoch: ``epoch`` then the logs, in sorted key order.
 
-    The header is written when the file is new (or empty); each row is written whole
-    and flushed, so an interrupted run leaves every finished epoch on disk. The file is
-    opened at the first row. Its state (the keys, and the file's length after the last
-    row) is checkpointed: a run resumed by :class:`BackupAndRestore` cuts the file back
-    to that length, dropping rows of epochs that are trained again, and appends, so that
-    each epoch appears exactly once, as in an uninterrupted run.
+    A metric with several values (``F1Score(average=None)``) is written as Keras writes
+    it, ``"[0.5, 0.25]"``. The header is written when the file is new (or empty); each
+    row is written whole and flushed, so an interrupted run leaves every finished epoch
+    on disk. The file is opened at the first row. Its state (the keys, and the file's
+    length after the last row) is checkpointed: a run resumed by
+    :class:`BackupAndRestore` cuts the file back to that length, dropping rows of epochs
+    that are trained again, and appends, so that each epoch appears exactly once, as in
+    an uninterrupted run.
 
     Args:
         filename: the CSV file.
@@ -96,7 +112,7 @@ class CSVLogger(Callback):
             )
             if self._needs_header:
                 self._writer.writeheader()
-        row = {"epoch": epoch, **{k: logs.get(k, "NA") for k in self.keys}}
+        row = {"epoch": epoch, **{k: _cell(logs.get(k, "NA")) for k in self.keys}}
         self._writer.writerow(row)
         self._file.flush()
         self._length = self._file.tell()

@@ -49,28 +49,37 @@ class History(Callback):
         """The epochs recorded so far, so that a resumed run's History is the whole run's.
 
         Returns:
-            ``{'epoch': int64 array, 'history': {name: float64 array}}``.
+            ``{'epoch': int64 array, 'history': {name: array}}``: float64 for numbers,
+            an ``(epochs, ...)`` array of the values' dtype for a metric with several
+            values (``F1Score(average=None)``).
 
         Raises:
-            TypeError: if a logged value is not a number.
+            TypeError: if a logged value is not a number or an array of numbers (or the
+                arrays of one log differ in shape).
         """
         history = {}
         for name, values in self.history.items():
+            scalars = all(np.ndim(v) == 0 for v in values)
             try:
-                history[name] = np.asarray(values, dtype=np.float64)
+                array = np.asarray(values, dtype=np.float64 if scalars else None)
             except (TypeError, ValueError):
+                array = None
+            if array is None or array.dtype.kind not in "fiub":
                 raise TypeError(
                     f"History: log '{name}' holds values that are not numbers "
                     "and cannot be checkpointed"
                 ) from None
+            history[name] = array
         return {"epoch": np.asarray(self.epoch, dtype=np.int64), "history": history}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (the epochs before an interruption)."""
         self.epoch = [int(e) for e in np.asarray(state_dict["epoch"]).ravel()]
         self.history = {
-            str(name): [float(v) for v in np.asarray(values).ravel()]
-            for name, values in state_dict["history"].items()
+            str(name): (
+                [float(v) for v in array] if array.ndim == 1 else [np.array(row) for row in array]
+            )
+            for name, array in ((n, np.asarray(v)) for n, v in state_dict["history"].items())
         }
         if self.model is not None:
             self.model.history = self

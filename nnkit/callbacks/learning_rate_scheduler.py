@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from nnkit.callbacks._monitor import monitored_number
 from nnkit.callbacks.callback import Callback
 from nnkit.optim.lr_scheduler import ReduceLROnPlateau
 
@@ -113,7 +114,8 @@ class LearningRateScheduler(Callback):
         if not self._is_scheduler or self.interval == "step":
             return
         if isinstance(self.schedule, ReduceLROnPlateau):
-            self.schedule.step((logs or {})[self.monitor])
+            value = (logs or {})[self.monitor]
+            self.schedule.step(monitored_number(value, self.monitor, "LearningRateScheduler"))
         else:
             self.schedule.step()
 

@@ -6,6 +6,7 @@ import sys
 import time
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm  # a widget in a notebook, text on a terminal
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -14,11 +15,24 @@ from nnkit.callbacks.callback import Callback
 __all__ = ["ProgbarLogger"]
 
 
+def _shown(value: Any) -> Any:
+    """A log value as the progress shows it: a number, the mean of a metric with several
+    values (as Keras's progress bar), anything else as it is."""
+    if isinstance(value, np.ndarray) and value.size and value.dtype.kind in "fiub":
+        return float(np.mean(value))
+    return value
+
+
+def _numbers(logs: dict | None) -> list:
+    shown = ((k, _shown(v)) for k, v in (logs or {}).items())
+    return [(k, v) for k, v in shown if isinstance(v, float)]
+
+
 def format_logs(logs: dict | None) -> str:
-    """``'loss: 0.1234 - accuracy: 0.9500'`` (Keras's one-line form)."""
-    return " - ".join(
-        f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in (logs or {}).items()
-    )
+    """``'loss: 0.1234 - accuracy: 0.9500'`` (Keras's one-line form; a metric with
+    several values shows their mean, as in Keras)."""
+    shown = ((k, _shown(v)) for k, v in (logs or {}).items())
+    return " - ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in shown)
 
 
 class ProgbarLogger(Callback):
@@ -74,7 +88,7 @@ class ProgbarLogger(Callback):
 
     def _postfix(self, logs: dict | None, refresh: bool) -> None:
         self._bar.set_postfix(
-            {k: f"{v:.4g}" for k, v in (logs or {}).items() if isinstance(v, float)},
+            {k: f"{v:.4g}" for k, v in _numbers(logs)},
             refresh=refresh,
         )
 

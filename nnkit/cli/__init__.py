@@ -48,6 +48,9 @@ commented examples). Unknown keys are errors; defaults in brackets::
       epochs: int [10]
       verbose: int [2]          0 silent, 1 a progress bar, 2 one line per epoch
       stop_on_nonfinite: bool [true]   a NaN/inf loss stops the run (exit 1)
+      jit_compile: bool|auto [auto]    Model.compile's flag: auto compiles the training
+                                #   step where safe and worthwhile (nnkit.compile); the
+                                #   results are bitwise the same either way
     callbacks: [{type: EarlyStopping, patience: 3}, ...] [[]]   nnkit.callbacks classes;
                                 #   relative filepath/filename/backup_dir go in output.dir
     distributed:                data parallel under mpiexec -n N

@@ -48,8 +48,11 @@ _OUTPUT_SUFFIXES = (".npy", ".csv")
 
 
 def _format_logs(logs: dict[str, Any], prefix: str = "") -> str:
-    """``loss: 0.1234 - accuracy: 0.9700`` (Keras's layout), names prefixed."""
-    return " - ".join(f"{prefix}{name}: {float(value):.4f}" for name, value in logs.items())
+    """``loss: 0.1234 - accuracy: 0.9700`` (Keras's layout), names prefixed; a metric
+    with several values shows their mean, as Keras's progress bar does."""
+    return " - ".join(
+        f"{prefix}{name}: {float(np.mean(value)):.4f}" for name, value in logs.items()
+    )
 
 
 def _communicator(config: Config) -> Any:
@@ -127,7 +130,12 @@ def _compile(config: Config, model: Any) -> Any:
     """``model.compile`` with the configured optimizer (over the built model), loss and
     metrics; returns the optimizer."""
     optimizer = build.build_optimizer(config.values, model)
-    model.compile(optimizer, config["loss"], metrics=config["metrics"])
+    model.compile(
+        optimizer,
+        config["loss"],
+        metrics=config["metrics"],
+        jit_compile=config["train"]["jit_compile"],
+    )
     return optimizer
 
 

@@ -75,6 +75,7 @@ _FREE_KEYS = (
     "train.epochs",
     "train.verbose",
     "train.stop_on_nonfinite",
+    "train.jit_compile",
     "callbacks",
     "output",
     "device",

@@ -52,8 +52,14 @@ class RunFiles(Callback):
         self.history, self.path = history, path
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-        payload = {"epoch": list(self.history.epoch), "history": self.history.history}
+        history = {k: [_plain(v) for v in values] for k, values in self.history.history.items()}
+        payload = {"epoch": list(self.history.epoch), "history": history}
         write_atomic(self.path, json.dumps(payload, indent=1) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """A log value for JSON: a metric with several values as a list of numbers."""
+    return value.tolist() if hasattr(value, "tolist") else value
 
 
 class RunCheckpoints(BackupAndRestore):
@@ -171,7 +177,13 @@ def plot_curves(history: dict[str, list[float]], path: Path) -> str:
         for key, label in ((name, "train"), (f"val_{name}", "validation")):
             if key in history:
                 values = history[key]
-                ax.plot(range(1, len(values) + 1), values, marker="o", markersize=3, label=label)
+                lines = ax.plot(
+                    range(1, len(values) + 1), values, marker="o", markersize=3, label=label
+                )
+                if len(lines) > 1:  # a metric with several values: one line each
+                    for j, line in enumerate(lines):
+                        line.set_label(f"{label} [{j}]")
+                    pair = True
         ax.set_title(name)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -45,6 +45,10 @@ def _verbosity(value: Any) -> str | None:
     return None if value in (0, 1, 2) else "must be 0 (silent), 1 (progress bar) or 2 (a line)"
 
 
+def _jit_choice(value: Any) -> str | None:
+    return None if value in (True, False, "auto") else "must be true, false or auto"
+
+
 def _file_name(value: Any) -> str | None:
     return None if value and "/" not in value and "\\" not in value else "must be a file name"
 
@@ -134,6 +138,9 @@ TRAIN: dict[str, Field] = {
     "verbose": Field(("int",), 2, _verbosity),
     # stop with exit 1 at the first NaN/inf loss (no checkpoint of non-finite weights)
     "stop_on_nonfinite": Field(("bool",), True),
+    # Model.compile's jit_compile: auto compiles the training step where safe and
+    # worthwhile (the results are the same bit for bit either way)
+    "jit_compile": Field(("bool", "str"), "auto", _jit_choice),
 }
 
 DISTRIBUTED: dict[str, Field] = {

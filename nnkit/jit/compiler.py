@@ -41,12 +41,19 @@ def compile(fn=None, *, cache_size: int = 8):  # noqa: A001  (nnkit.compile, as 
 
     Guards: the arguments' shapes, dtypes, devices and ``requires_grad`` (Python values
     by value, other objects by identity), grad and inference mode, and the training flag,
-    parameters and buffers of every Module and Optimizer the function reaches (through
-    its arguments, bound ``self``, closure or globals). A miss records again (a partial
-    last batch gets its own program), up to ``cache_size`` programs. A step that cannot be
-    replayed safely (``.item()``, ``.numpy()`` or a Python branch on data, hooks,
-    anomaly mode, a kernel outside the recorded ones) runs eagerly, with one warning
-    naming the reason.
+    parameters, buffers and Python attributes (numbers, strings and flags by value,
+    functions by identity: a dropout rate a callback changes) of every Module, and the
+    parameters of every Optimizer, that the function reaches (through its arguments,
+    bound ``self``, closure or globals). A miss records again (a partial last batch gets
+    its own program), up to ``cache_size`` programs. A step that cannot be replayed
+    safely (``.item()``, ``.numpy()`` or a Python branch on data, hooks, anomaly mode, a
+    kernel outside the recorded ones) runs eagerly, with one warning naming the reason
+    (:attr:`CompiledFunction.fallbacks` lists the reasons met).
+
+    ``Model.compile(jit_compile=True)`` runs ``fit``/``evaluate``/``predict`` through
+    this; ``jit_compile="auto"`` (the default) compiles ``fit``'s training step only
+    where that is safe and worthwhile, and falls back silently: the rule is in
+    :meth:`nnkit.Model.compile`.
 
     Args:
         fn: the step function; with no ``fn``, returns a decorator (``@nnkit.compile``
@@ -143,13 +150,15 @@ class Program:
 class CompiledFunction:
     """A step function compiled by :func:`compile` (see there)."""
 
-    def __init__(self, fn, cache_size: int = 8) -> None:
+    def __init__(self, fn, cache_size: int = 8, *, warn: bool = True) -> None:
         functools.update_wrapper(self, fn)
         self._fn = fn
         self.cache_size = cache_size
+        self._warn_on_fallback = warn  # False: fall back silently (jit_compile="auto")
         self._cache: dict = {}
-        self._warned: set[str] = set()
+        self._reasons: dict[str, None] = {}  # why calls ran eagerly, in order, once each
         self._discards = 0
+        self._cleared_replays = 0  # replays of the programs that clear() dropped
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -163,12 +172,30 @@ class CompiledFunction:
 
     @property
     def num_replays(self) -> int:
-        """How many calls replayed a recorded program."""
-        return sum(p.replays for v in self._cache.values() if isinstance(v, list) for p in v)
+        """How many calls replayed a recorded program (those dropped by :meth:`clear`
+        included)."""
+        live = sum(p.replays for v in self._cache.values() if isinstance(v, list) for p in v)
+        return self._cleared_replays + live
+
+    def clear(self) -> None:
+        """Drop every recorded program (and the buffers it keeps alive) and forget why
+        calls ran eagerly: the next call records again."""
+        self._cleared_replays = self.num_replays
+        self._cache.clear()
+        self._reasons.clear()
+        self._discards = 0
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """Why calls ran eagerly instead of recording or replaying (each reason once, in
+        the order met; empty while every call recorded or replayed)."""
+        return tuple(self._reasons)
 
     def _warn(self, reason: str) -> None:
-        if reason not in self._warned:
-            self._warned.add(reason)
+        if reason not in self._reasons:
+            self._reasons[reason] = None
+            if not self._warn_on_fallback:
+                return
             name = getattr(self._fn, "__qualname__", repr(self._fn))
             warnings.warn(
                 f"nnkit.compile: {name} runs eagerly: {reason}", RuntimeWarning, stacklevel=3

@@ -3,7 +3,9 @@ function reaches, and the gradient bindings it reads and writes while recorded."
 
 from __future__ import annotations
 
+import functools
 import sys
+from types import BuiltinFunctionType, FunctionType, MethodType
 
 import numpy as np
 
@@ -20,6 +22,8 @@ __all__ = ["GradTracker", "arg_key", "discover", "hooks_reason", "state_key"]
 _GRAD = TensorImpl.__dict__["grad"]
 _INIT = TensorImpl.__init__.__code__  # its ``self.grad = None`` is no binding to track
 _VALUES = (int, float, bool, str, bytes, complex, type(None))
+_CALLABLES = (FunctionType, MethodType, BuiltinFunctionType, functools.partial)
+_TRACKED = frozenset((*_VALUES, *_CALLABLES))
 
 
 def arg_key(obj):
@@ -130,10 +134,22 @@ def _module_key(root) -> tuple:
                 bool(m._forward_hooks or m._forward_pre_hooks),
                 tuple(_param_key(p) for p in m._parameters.values() if p is not None),
                 tuple(id(b._impl.data) for b in m._buffers.values() if b is not None),
+                _attrs_key(m),
             )
         )
         stack.extend(c for c in reversed(m._modules.values()) if c is not None)
     return tuple(key)
+
+
+def _attrs_key(m) -> tuple:
+    """A module's own attributes as the guard sees them: Python values (a dropout rate,
+    a flag a callback sets) by value, functions (an activation) by identity; other
+    objects (the parameter, buffer and submodule tables are covered above) not at all,
+    nor the names in the class's ``_jit_untracked`` (a model's bookkeeping)."""
+    skip = getattr(type(m), "_jit_untracked", None)
+    if skip is None:
+        return tuple([v for v in vars(m).values() if type(v) in _TRACKED])
+    return tuple([v for k, v in vars(m).items() if type(v) in _TRACKED and k not in skip])
 
 
 def hooks_reason(objs) -> str | None:

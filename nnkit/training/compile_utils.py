@@ -135,14 +135,24 @@ class StatefulMetric:
         self.metric = identifier if isinstance(identifier, Metric) else None
         self._pending: list | None = None  # restored state for a metric not resolved yet
 
-    def update(self, y: Any, y_pred: Any, sample_weight: Any) -> None:
-        """Add one batch (``sample_weight`` is ignored unless ``weighted``)."""
+    @property
+    def pending(self) -> bool:
+        """Whether restored state waits for the metric to be resolved."""
+        return self._pending is not None
+
+    def resolve(self, y: Any, y_pred: Any) -> None:
+        """Resolve a metric given by name from a batch's targets and outputs (nothing
+        is added), then apply the restored state, if any."""
         if self.metric is None:
             self.metric = get_for_outputs(self.identifier, y, y_pred)
         if self._pending is not None:
             self.metric.update_state(y[:0], y_pred[:0])  # creates lazily made state
             self.metric.set_variables(self._pending)
             self._pending = None
+
+    def update(self, y: Any, y_pred: Any, sample_weight: Any) -> None:
+        """Add one batch (``sample_weight`` is ignored unless ``weighted``)."""
+        self.resolve(y, y_pred)
         weight = sample_weight if self.weighted else None
         self.metric.update_state(y, y_pred, sample_weight=weight)
 
@@ -152,22 +162,23 @@ class StatefulMetric:
         if self.metric is not None:
             self.metric.reset_state()
 
-    def result(self) -> float:
-        """The value over every sample since the last reset (NaN before any)."""
+    def result(self) -> Any:
+        """The value over every sample since the last reset (NaN before any): a float,
+        or for a metric with several values (``F1Score(average=None)``, ``Precision``
+        with a list of thresholds) a NumPy array of them, as Keras logs it."""
         if self.metric is None or not self.metric.variables:
             return float("nan")
-        value = self.metric.result()
-        return float(value.item()) if value.numel() == 1 else value.detach().numpy().tolist()
+        value = self.metric.result().detach()
+        return float(value.item()) if value.ndim == 0 else value.numpy().copy()
 
     def value(self) -> Any:
-        """:meth:`result` as a detached 0-d Tensor, without reading it into Python (what
-        a step returns; a compiled step can replay it). A vector result, or NaN before
-        any sample, is given as :meth:`result` gives it."""
+        """:meth:`result` as a detached Tensor (0-d, or a vector), without reading it
+        into Python (what a step returns; a compiled step can replay it); NaN before
+        any sample."""
         metric = self.metric
         if metric is None or not metric.variables:
             return float("nan")
-        value = metric.result().detach()
-        return value if value.numel() == 1 else self.result()
+        return metric.result().detach()
 
     def guard_key(self) -> tuple:
         """What a compiled step depends on (see ``Model._jit_state_key``): the metric
@@ -345,9 +356,18 @@ class CompileConfig:
         """``{name: value}`` of the stateful metrics over the samples since the reset.
 
         Returns:
-            ``{name: 0-d Tensor}``.
+            ``{name: float}`` (a NumPy array for a metric with several values).
         """
         return {metric.name: metric.result() for metric in self.stateful}
+
+    def resolve_pending(self, y: Any, y_pred: Any) -> None:
+        """Resolve the stateful metrics that hold restored state, from one batch's
+        targets and outputs (as :meth:`compute_metrics` gets them; nothing is added)."""
+        y_pred, y = _as_tuple(y_pred)[0].detach(), _as_tuple(y)[0]
+        with no_grad():
+            for metric in self.stateful:
+                if metric.pending:
+                    metric.resolve(y, y_pred)
 
     def compute_loss(self, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
         """The loss of one batch: ``loss(y_pred, y)``, or the weighted sum over outputs.

@@ -3,20 +3,42 @@ metrics a model trains and evaluates with)."""
 
 from __future__ import annotations
 
+import functools
+from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any
 
 from nnkit.autograd.tensor import Tensor
-from nnkit.jit import compile as jit_compile_fn
+from nnkit.jit.compiler import CompiledFunction
 from nnkit.optim import Optimizer
 from nnkit.training.compile_utils import (
     CompileConfig,
+    StatefulMetric,
     check_optimizer,
     make_optimizer,
     resolve_loss,
     resolve_metrics,
 )
 
-__all__ = ["Compiling"]
+__all__ = ["Compiling", "AUTO_MIN_STEPS"]
+
+#: ``jit_compile="auto"`` compiles the ``train_step`` of a fit that plans at least this
+#: many training steps (recording and checking a program costs about 5 to 20 eager
+#: steps on the models measured; see docs/guides/compile.rst).
+AUTO_MIN_STEPS = 64
+
+_CALLABLES = (FunctionType, MethodType, BuiltinFunctionType, functools.partial)
+
+
+def _own(obj: Any) -> bool:
+    """Whether ``obj`` (a module, a loss, a metric, a function) is nnkit's own code, whose
+    Python side effects a replay reproduces (none besides tensor writes)."""
+    if isinstance(obj, functools.partial):
+        return _own(obj.func)
+    if isinstance(obj, (FunctionType, MethodType, BuiltinFunctionType, type)):
+        module = getattr(obj, "__module__", None) or ""
+    else:
+        module = type(obj).__module__
+    return module == "nnkit" or module.startswith("nnkit.")
 
 
 class Compiling:
@@ -67,8 +89,22 @@ class Compiling:
                 ``predict_step`` of ``fit``/``evaluate``/``predict`` through
                 :func:`nnkit.compile` (recorded once, replayed as a kernel program; a
                 step that cannot be replayed runs eagerly, with a warning naming why;
-                not with a distributed ``fit``). ``False`` and ``"auto"`` (the default)
-                run them eagerly: this version does not pick compilation by itself.
+                not with a distributed ``fit``). ``False`` runs them eagerly.
+                ``"auto"`` (the default) compiles ``fit``'s ``train_step`` where that is
+                safe and worthwhile: the model is on the CPU, the ``fit`` is not
+                distributed and plans at least ``AUTO_MIN_STEPS`` (64) training steps
+                (or an unknown number; recording and checking a program cost about 5 to
+                20 eager steps on the models measured), every module of the model is an
+                nnkit layer whose functions (an activation) are nnkit's, and the loss and
+                metrics are nnkit's: a replay does not repeat Python side effects, so a
+                layer, loss or metric of your own, or an overridden ``train_step``,
+                runs eagerly (pass ``True`` to compile them). ``evaluate``, ``predict``
+                and validation run eagerly (a forward pass alone gains too little per
+                replay). A step the recording refuses (hooks, anomaly detection,
+                ``.item()``) then runs eagerly, silently, and so does every later call of
+                that ``fit``. When the ``fit`` returns, its programs are dropped (their
+                buffers freed, as an eager step's are). The results are bitwise those of
+                ``False`` in every case.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric name (the message lists
@@ -137,17 +173,63 @@ class Compiling:
         self._require_compiled("setting the optimizer")
         self._compiled.optimizer = value
 
-    def _step_fn(self, name: str) -> Any:
+    def _step_fn(self, name: str, planned: int | None = None) -> Any:
         """``train_step``/``test_step``/``predict_step``, through :func:`nnkit.compile`
-        when compiled with ``jit_compile=True`` (one compiled function per step kind)."""
+        when compiled with ``jit_compile=True``, or with ``"auto"`` where
+        :meth:`_auto_eager_reason` finds nothing against it (one compiled function per
+        step kind); ``planned`` is the number of calls the loop plans (None: unknown)."""
         fn = getattr(self, name)
-        if self._compiled is None or self._compiled.jit_compile is not True:
+        config = self._compiled
+        if config is None or config.jit_compile is False:
             return fn
-        steps = self.__dict__.setdefault("_jit_steps", {})
-        compiled = steps.get(name)
-        if compiled is None or compiled.__wrapped__ != fn:
-            compiled = steps[name] = jit_compile_fn(fn)
+        compiled = self.__dict__.get("_jit_steps", {}).get(name)
+        if compiled is not None and compiled.__wrapped__ != fn:
+            compiled = None
+        if config.jit_compile == "auto":
+            if compiled is not None and compiled.fallbacks:
+                return fn  # it could not replay: eager for the rest of the fit, silently
+            if self._auto_eager_reason(name, planned) is not None:
+                return fn
+        if compiled is None:
+            compiled = CompiledFunction(fn, warn=config.jit_compile is True)
+            self.__dict__.setdefault("_jit_steps", {})[name] = compiled
         return compiled
+
+    def _release_auto_programs(self) -> None:
+        """At the end of a ``fit`` under ``jit_compile="auto"``: drop the training step's
+        programs, so that the buffers they keep alive (one step's intermediates) are
+        freed as an eager step's are; the next ``fit`` records again."""
+        compiled = self.__dict__.get("_jit_steps", {}).get("train_step")
+        if compiled is not None and self._compiled.jit_compile == "auto":
+            compiled.clear()
+
+    def _auto_eager_reason(self, name: str, planned: int | None = None) -> str | None:
+        """Why ``jit_compile="auto"`` runs the step ``name`` eagerly, or None to compile
+        it (the rule is in :meth:`compile`'s docstring)."""
+        if name != "train_step":
+            return "auto compiles only fit's train_step"
+        if planned is not None and planned < AUTO_MIN_STEPS:
+            return f"the fit plans fewer than {AUTO_MIN_STEPS} training steps"
+        device, _ = self._target()
+        if device.type != "cpu":
+            return f"the model is on {device.type}, not the CPU"
+        for module in self.modules():
+            if not _own(module):
+                return f"{type(module).__qualname__} is not an nnkit layer"
+            for attr in vars(module).values():
+                if type(attr) in _CALLABLES and not _own(attr):
+                    return f"{type(module).__qualname__} calls {attr!r}, not an nnkit function"
+        config = self._compiled
+        losses = config.loss if isinstance(config.loss, list) else [config.loss]
+        for fn in [*losses, *(m for _, m in config.metrics)]:
+            if isinstance(fn, StatefulMetric):
+                fn = fn.metric if fn.metric is not None else fn.identifier
+            if fn is not None and not isinstance(fn, str) and not _own(fn):
+                return f"the loss or metric {fn!r} is not nnkit's"
+            inner = getattr(fn, "_fn", None)  # a MeanMetricWrapper's function
+            if inner is not None and not _own(inner):
+                return f"the metric function {inner!r} is not nnkit's"
+        return None
 
     def _jit_state_key(self) -> tuple:
         """Part of a compiled step's guard (``nnkit.jit.guards.state_key``): the

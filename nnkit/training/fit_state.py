@@ -41,6 +41,8 @@ class FitState:
             (a mid-epoch resume re-opens its epoch first, then restores the state).
         class_weight: ``fit``'s ``class_weight`` as weights indexed by class, or None.
         metrics: the compiled stateful metrics (their states are part of the progress).
+        planned: the training steps the call plans (None: unknown; for
+            ``jit_compile="auto"``).
     """
 
     loader: Iterable
@@ -55,6 +57,7 @@ class FitState:
     after_epoch_begin: Callable[[], None] | None = None
     class_weight: list[float] | None = None
     metrics: list = field(default_factory=list)
+    planned: int | None = None
 
     @property
     def is_chief(self) -> bool:

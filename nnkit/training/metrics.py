@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from nnkit.autograd.factories import tensor
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.dtypes import float64
@@ -138,8 +140,21 @@ def to_float(value: Any) -> float:
     return float(value)
 
 
+def to_value(value: Any) -> Any:
+    """A log value as a Python float, or as a float64 NumPy array for a value with
+    dimensions (a vector metric's, as Keras keeps it)."""
+    if isinstance(value, Tensor):
+        value = value.detach()
+        return float(value.item()) if value.ndim == 0 else value.numpy().astype(np.float64)
+    if isinstance(value, (np.ndarray, list, tuple)):
+        array = np.asarray(value, dtype=np.float64)
+        return float(array) if array.ndim == 0 else array
+    return float(value)
+
+
 class MeanTracker:
-    """Running means of named values, each batch weighted by its size.
+    """Running means of named values, each batch weighted by its size (a value with
+    dimensions, a vector, is averaged elementwise and given as a NumPy array).
 
     Example:
         >>> t = MeanTracker(); t.update({"loss": 1.0}, 3); t.update({"loss": 3.0}, 1)
@@ -148,20 +163,20 @@ class MeanTracker:
     """
 
     def __init__(self) -> None:
-        self._totals: dict[str, float] = {}
+        self._totals: dict[str, Any] = {}
         self._counts: dict[str, float] = {}
 
     def update(self, logs: Mapping[str, Any], weight: float) -> None:
         """Add one batch's values, weighted by ``weight`` (its number of samples).
 
         Args:
-            logs: ``{name: value}`` of the batch (numbers or 0-d Tensors).
+            logs: ``{name: value}`` of the batch (numbers, Tensors or arrays).
             weight: the batch's number of samples.
         """
         for name, value in logs.items():
             # an empty batch (weight 0: a rank's empty share of a data-parallel batch)
             # registers the name without its value, which is NaN for a mean of nothing
-            value = to_float(value) * weight if weight else 0.0
+            value = to_value(value) * weight if weight else 0.0
             self._totals[name] = self._totals.get(name, 0.0) + value
             self._counts[name] = self._counts.get(name, 0.0) + weight
 
@@ -175,23 +190,31 @@ class MeanTracker:
             comm: a :class:`~nnkit.distributed.Communicator`.
         """
         names = list(self._totals)
+        parts = [np.ravel(np.asarray(self._totals[n], dtype=np.float64)) for n in names]
+        sizes = [p.size for p in parts]
         packed = tensor(
-            [self._totals[n] for n in names] + [self._counts[n] for n in names], dtype=float64
+            np.concatenate(parts + [np.asarray([self._counts[n] for n in names], np.float64)]),
+            dtype=float64,
         )
-        values = comm.allreduce_(packed).tolist()
-        self._totals = dict(zip(names, values[: len(names)]))
-        self._counts = dict(zip(names, values[len(names) :]))
+        values = comm.allreduce_(packed).numpy()
+        start = 0
+        for name, size in zip(names, sizes):
+            total = values[start : start + size]
+            old = self._totals[name]
+            self._totals[name] = total.reshape(np.shape(old)) if np.ndim(old) else float(total[0])
+            start += size
+        self._counts = {n: float(c) for n, c in zip(names, values[start:])}
 
-    def state_dict(self) -> dict[str, dict[str, float]]:
+    def state_dict(self) -> dict[str, dict[str, Any]]:
         """The weighted sums and weights so far (a mid-epoch checkpoint keeps them)."""
         return {"totals": dict(self._totals), "counts": dict(self._counts)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
-        self._totals = {str(k): float(v) for k, v in state["totals"].items()}
+        self._totals = {str(k): to_value(v) for k, v in state["totals"].items()}
         self._counts = {str(k): float(v) for k, v in state["counts"].items()}
 
-    def result(self) -> dict[str, float]:
+    def result(self) -> dict[str, Any]:
         """The mean of every value seen so far (NaN for a name with zero weight)."""
         return {
             name: (total / self._counts[name] if self._counts[name] else math.nan)

@@ -45,6 +45,8 @@ class Trainer(Compiling, Evaluation, Saving):
     _fit_state: FitState | None = None
     stop_training: bool = False
     history: Any = None
+    #: the loop's bookkeeping, which no step reads (not part of a compiled step's guard)
+    _jit_untracked = frozenset({"stop_training", "_initial_epoch", "_sample_shape", "name"})
 
     # ------------------------------------------------------------------- steps
     def train_step(self, batch: Any) -> dict[str, Any]:
@@ -345,6 +347,7 @@ class Trainer(Compiling, Evaluation, Saving):
                 cbs.on_train_end(logs)
         finally:
             self._fit_state = None
+            self._release_auto_programs()
         return cbs.history
 
     @staticmethod
@@ -387,6 +390,7 @@ class Trainer(Compiling, Evaluation, Saving):
     ) -> dict:
         state, logs = self._fit_state, {}
         val, validation_freq, validation_steps = validation
+        state.planned = None if data.num_steps is None else (epochs - first) * data.num_steps
         for epoch in range(first, epochs):
             state.epoch, state.step, state.epoch_done = epoch, -1, False
             state.tracker = MeanTracker()
@@ -409,6 +413,8 @@ class Trainer(Compiling, Evaluation, Saving):
     def _train_epoch(self, data: da.EpochIterator, cbs: Any) -> dict:
         self.train()
         state = self._fit_state
+        # the step function for this epoch (jit_compile decides it once per epoch)
+        step_fn = self._step_fn("train_step", state.planned) if state.distributed is None else None
         for step, batch in data.epoch(start=state.step + 1):
             cbs.on_train_batch_begin(step)
             batch = self._to_device(batch)
@@ -417,18 +423,31 @@ class Trainer(Compiling, Evaluation, Saving):
             size = da.batch_size_of(da.unpack_batch(batch)[0])
             if state.distributed is not None:
                 state.distributed.set_batch_size(size)
-            step_fn = self._step_fn("train_step") if state.distributed is None else self.train_step
-            state.tracker.update(step_fn(batch), size)
+            state.tracker.update((step_fn or self.train_step)(batch), size)
             state.step, state.global_step = step, state.global_step + 1
             cbs.on_train_batch_end(step, self._logs(state.tracker))
             self._check_interrupt(cbs)
             if self._stop_requested():
                 break
+        self._resolve_restored_metrics(data)
         dist = state.distributed
         if dist is not None:
             dist.broadcast_buffers(self)  # e.g. running statistics, so validation agrees
             dist.reduce(state.tracker, self._compiled.stateful)
         return self._logs(state.tracker)
+
+    def _resolve_restored_metrics(self, data: da.EpochIterator) -> None:
+        """After a resume at an epoch's last batch (no batch left to resolve them), the
+        metrics named in ``compile`` holding restored state are resolved from one
+        batch's outputs (eval mode, no_grad: nothing changes), so that the epoch's logs
+        are their values, not NaN."""
+        config = self._compiled
+        if not any(metric.pending for metric in config.stateful):
+            return
+        x, y, _ = da.unpack_x_y_sample_weight(self._to_device(data.peek()))
+        with self._mode(False), no_grad():
+            y_pred = self._forward(x)
+        config.resolve_pending(self._targets_by_output(y, y_pred), y_pred)
 
     def _logs(self, tracker: MeanTracker) -> dict[str, Any]:
         """The running logs: means of the batches' values, stateful metrics' own results."""

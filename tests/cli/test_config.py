@@ -16,7 +16,12 @@ def test_defaults_are_filled_in(workdir):
     config = load_config(
         write_config(workdir, {"data": {"name": "moons"}, "model": {"layers": ["ReLU"]}}, "m.yaml")
     )
-    assert config["train"] == {"epochs": 10, "verbose": 2, "stop_on_nonfinite": True}
+    assert config["train"] == {
+        "epochs": 10,
+        "verbose": 2,
+        "stop_on_nonfinite": True,
+        "jit_compile": "auto",
+    }
     assert config["data"]["batch_size"] == 32 and config["data"]["noise"] == 0.1
     assert config["optimizer"] == {"name": "adam"}
     assert config["model"]["layers"] == [{"type": "ReLU"}]

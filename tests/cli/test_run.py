@@ -137,6 +137,71 @@ def test_resume_extends_epochs_exactly_with_a_step_scheduler(workdir, cli):
     assert [r.split(",")[0] for r in rows] == ["epoch", "0", "1", "2", "3"]
 
 
+def test_jit_compile_changes_no_result_and_may_change_on_resume(workdir, cli, monkeypatch):
+    """``train.jit_compile`` (default ``auto``: the training step compiled, 27 steps a
+    epoch for 3 epochs) gives the run folder of an eager run bit for bit, and a run
+    resumed with another setting ends as the uninterrupted one."""
+    from nnkit.jit.compiler import CompiledFunction
+
+    replays = []
+    call = CompiledFunction.__call__
+
+    def counted(self, *args, **kwargs):
+        before = self.num_replays
+        out = call(self, *args, **kwargs)
+        replays.append(self.num_replays - before)
+        return out
+
+    monkeypatch.setattr(CompiledFunction, "__call__", counted)
+    config = {
+        **SLOW,
+        "data": {**SLOW["data"], "n_samples": 600},
+        "train": {"epochs": 3, "verbose": 0},
+        "output": {"dir": "eager"},
+    }
+    path = write_config(workdir, config, "cfg.yaml")
+    assert cli("train", path, "--set", "train.jit_compile=false").exit_code == 0
+    assert replays == []
+    assert cli("train", path, "--set", "output.dir=auto").exit_code == 0
+    assert len(replays) == 81 and sum(replays) > 70  # train steps only, nearly all replays
+    assert_same(outcome(workdir / "eager"), outcome(workdir / "auto"))
+    assert cli("train", path, "--set", "output.dir=mixed", "--set", "train.epochs=2").exit_code == 0
+    result = cli(
+        "train", path, "--set", "output.dir=mixed", "--set", "train.jit_compile=true",
+        "--resume", "auto",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert_same(outcome(workdir / "eager"), outcome(workdir / "mixed"))
+
+
+def test_run_files_and_lines_with_a_metric_of_several_values(tmp_path):
+    """The run folder's writers given a log with several values (a Precision with two
+    thresholds, as a model compiled in Python logs it): history.json gets a list per
+    epoch, the printed line the mean (as Keras's progress bar), curves.png a line each."""
+    from nnkit.callbacks import History
+    from nnkit.cli import run_folder
+    from nnkit.cli.commands import _format_logs
+
+    history = History()
+    history.set_model(nnkit.Sequential(nnkit.nn.Linear(2, 2)))
+    files = run_folder.RunFiles(history, tmp_path / "history.json")
+    for epoch in range(2):
+        logs = {"loss": 0.5 / (epoch + 1), "prec": np.array([0.25, 0.5 + epoch], np.float32)}
+        history.on_epoch_end(epoch, logs)
+        files.on_epoch_end(epoch, logs)
+    saved = json.loads((tmp_path / "history.json").read_text())
+    assert saved == {
+        "epoch": [0, 1],
+        "history": {"loss": [0.5, 0.25], "prec": [[0.25, 0.5], [0.25, 1.5]]},
+    }
+    assert _format_logs(logs, "test ") == "test loss: 0.2500 - test prec: 0.8750"
+    line = run_folder.plot_curves(history.history, tmp_path / "curves.png")
+    assert line in (
+        f"plot: {tmp_path / 'curves.png'}",
+        "plot: not drawn (matplotlib is not installed: pip install 'nnkit[plot]')",
+    )
+
+
 def test_run_folder_contents_and_final_lines(workdir, cli):
     config = {
         **SLOW,

@@ -208,3 +208,57 @@ def test_a_two_input_model_with_a_shared_layer():
     expected = theirs.fit([xa, xb], y, batch_size=4, epochs=2, shuffle=False, verbose=0)
     got = ours.fit([xa, xb], y, batch_size=4, epochs=2, shuffle=False, verbose=0)
     np.testing.assert_allclose(got.history["loss"], expected.history["loss"], rtol=1e-5)
+
+
+def _csv_cells(path):
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_metrics_with_several_values_in_logs_history_evaluate_and_csv(tmp_path):
+    """F1Score(average=None) and Precision with two thresholds: Keras keeps NumPy arrays
+    in the logs, History and evaluate's results, and its CSVLogger writes ``"[a, b]"``."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(20, 4)).astype("f4")
+    y = np.eye(3, dtype="f4")[rng.integers(0, 3, 20)]
+    ours, theirs = twin_models()
+
+    def metrics(lib):
+        return [
+            lib.metrics.F1Score(average=None, threshold=0.2, name="f1"),
+            lib.metrics.Precision(thresholds=[0.1, 0.6], name="prec"),
+        ]
+
+    theirs.compile(keras.optimizers.SGD(0.05), "mse", metrics=metrics(keras))
+    ours.compile("sgd", "mse", metrics=metrics(nnkit), lr=0.05)
+    kwargs = dict(epochs=2, batch_size=5, validation_data=(x[:6], y[:6]), shuffle=False, verbose=0)
+    expected = theirs.fit(
+        x, y, callbacks=[keras.callbacks.CSVLogger(str(tmp_path / "k.csv"))], **kwargs
+    ).history
+    got = ours.fit(x, y, callbacks=[nnkit.callbacks.CSVLogger(tmp_path / "n.csv")], **kwargs)
+    got = got.history
+    assert got.keys() == expected.keys()
+    for name in expected:
+        for a, b in zip(got[name], expected[name], strict=True):
+            assert type(a) is type(b), name
+            assert np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+    ours_eval = ours.evaluate(x, y, verbose=0, return_dict=True)
+    theirs_eval = theirs.evaluate(x, y, verbose=0, return_dict=True)
+    assert ours_eval.keys() == theirs_eval.keys()
+    for name, value in theirs_eval.items():
+        assert type(ours_eval[name]) is type(value)
+        np.testing.assert_allclose(ours_eval[name], value, rtol=1e-5, atol=1e-6)
+    k_rows, n_rows = _csv_cells(tmp_path / "k.csv"), _csv_cells(tmp_path / "n.csv")
+    assert [r.keys() for r in n_rows] == [r.keys() for r in k_rows]
+    for n_row, k_row in zip(n_rows, k_rows):
+        for key, cell in k_row.items():
+            if cell.startswith('"['):  # the same layout, the same numbers
+                assert n_row[key].startswith('"[') and n_row[key].endswith(']"')
+                ours_values = [float(v) for v in n_row[key][2:-2].split(", ")]
+                theirs_values = [float(v) for v in cell[2:-2].split(", ")]
+                np.testing.assert_allclose(ours_values, theirs_values, rtol=1e-5, atol=1e-6)
+            else:
+                np.testing.assert_allclose(float(n_row[key]), float(cell), rtol=1e-5)
