@@ -63,14 +63,61 @@ def _give_back(*arrays) -> None:
             _pooled_bytes[0] += n
 
 
+class _Buffers:
+    """Work arrays taken from the free buffers that one :class:`RNNCache` owns."""
+
+    __slots__ = ("arrays", "owner")
+
+    def __init__(self, *arrays) -> None:
+        self.arrays, self.owner = arrays, None
+
+
 class RNNCache:
     """What the backward needs besides the inputs and the output sequence.
 
-    ``gates``: the gate activations ``(T, B, G)``; ``cells`` and ``tanh_c``: LSTM's cell
-    states and their tanh ``(T, B, H)``; ``rec``: GRU's ``h @ W_hhᵀ + b_hh`` ``(T, B, G)``.
+    ``gates``: the gate activations (LSTM ``(4, T, B, H)``, see :func:`_lstm_forward`;
+    GRU ``(T, B, 3H)``); ``cells`` and ``tanh_c``: LSTM's cell states ``(T + 1, B, H)``
+    and their tanh ``(T, B, H)``; ``states``: LSTM's hidden states ``(T + 1, B, H)``
+    (the output sequence views them); ``x_in``: LSTM's inputs with a column of ones
+    ``(T·B, I + 1)``; ``rec``: GRU's ``h @ W_hhᵀ + b_hh`` ``(T, B, G)``.
+
+    The arrays listed in ``buffers`` came from the free buffers and go back there when
+    the cache dies (after the backward, which reads them, once the graph is freed) or
+    when another cache's replace them (a replay of ``nnkit.compile`` refills the
+    recorded cache with the new call's arrays, ``buffers`` last): the cache that holds
+    a ``_Buffers`` last owns it. No result of the kernels views them.
     """
 
-    __slots__ = ("mode", "reverse", "gates", "cells", "tanh_c", "rec")
+    __slots__ = (
+        "mode", "reverse", "gates", "cells", "tanh_c", "rec", "states", "x_in", "buffers",
+    )  # fmt: skip
+
+    def __init__(self, mode, reverse, gates, cells=None, tanh_c=None, rec=None, states=None,
+                 x_in=None, buffers=None) -> None:  # fmt: skip
+        self.mode, self.reverse, self.gates, self.cells = mode, reverse, gates, cells
+        self.tanh_c, self.rec, self.states, self.x_in = tanh_c, rec, states, x_in
+        self.buffers = buffers
+
+    def __setattr__(self, name, value) -> None:
+        if name != "buffers":
+            object.__setattr__(self, name, value)
+            return
+        old = getattr(self, "buffers", None)
+        if value is not None:
+            value.owner = id(self)
+        object.__setattr__(self, name, value)
+        if old is not None and old is not value:
+            self._release(old)
+
+    def _release(self, buffers, give_back=None) -> None:
+        if buffers.owner == id(self):
+            arrays, buffers.arrays, buffers.owner = buffers.arrays, (), None
+            (give_back or _give_back)(*arrays)
+
+    def __del__(self, _give_back=_give_back) -> None:
+        buffers = getattr(self, "buffers", None)
+        if buffers is not None:
+            self._release(buffers, _give_back)
 
 
 def _half_rows(xp, w, rows, dt):
@@ -105,56 +152,28 @@ def rnn_forward(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     hidden = w_hh.shape[1]
     gsize = w_ih.shape[0]
     dt = x.dtype
-    h2, h3 = 2 * hidden, 3 * hidden
+    h2 = 2 * hidden
     bias = None if b_ih is None else (b_ih if mode == "gru" else b_ih + b_hh)
-    if mode == "lstm":  # (i, f, o) are sigmoids, g a tanh: halve i, f, o
-        scale = xp.full((gsize,), 0.5, dt)
-        scale[h2:h3] = 1
-        w_ih, w_hh = w_ih * scale[:, None], w_hh * scale[:, None]
-        bias = None if bias is None else bias * scale
-        shift = xp.full((batch, gsize), 0.5, dt)  # full-size: faster than broadcasting
-        shift[:, h2:h3] = 0
-        scale = xp.ascontiguousarray(xp.broadcast_to(scale, (batch, gsize)))
-    elif mode == "gru":  # (r, z) are sigmoids; n reads h @ W_hnᵀ + b_hn unscaled
+    if mode == "lstm":
+        return _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse)
+    if mode == "gru":  # (r, z) are sigmoids; n reads h @ W_hnᵀ + b_hn unscaled
         w_ih, w_hh = _half_rows(xp, w_ih, h2, dt), _half_rows(xp, w_hh, h2, dt)
         bias = None if bias is None else _half_rows(xp, bias, h2, dt)
         b_hh = None if b_hh is None else _half_rows(xp, b_hh, h2, dt)
     # the gates' pre-activations of every step (RNN: its output, computed in place)
-    proj = xp.matmul(x.reshape(steps * batch, x.shape[2]), w_ih.T).reshape(steps, batch, gsize)
+    gru = mode == "gru"
+    shape = (steps, batch, gsize)
+    proj = _empty(xp, shape, dt) if gru else xp.empty(shape, dt)
+    xp.matmul(x.reshape(steps * batch, x.shape[2]), w_ih.T, out=proj.reshape(-1, gsize))
     if bias is not None:
         proj += bias
     order = range(steps - 1, -1, -1) if reverse else range(steps)
     w_hh_t = xp.ascontiguousarray(w_hh.T)  # a transposed operand makes the GEMM slower
-    cache = RNNCache()
-    cache.mode, cache.reverse, cache.gates = mode, reverse, proj
-    cache.cells = cache.tanh_c = cache.rec = None
-    h, c = h0, c0
-    if mode == "lstm":
+    h = h0
+    if gru:
         out = xp.empty((steps, batch, hidden), dt)
-        cells = cache.cells = xp.empty((steps, batch, hidden), dt)
-        tanh_c = cache.tanh_c = xp.empty((steps, batch, hidden), dt)
-        rec = xp.empty((batch, gsize), dt)
-        ig = xp.empty((batch, hidden), dt)
-        for t in order:
-            z = proj[t]
-            xp.matmul(h, w_hh_t, out=rec)
-            z += rec
-            xp.tanh(z, out=z)
-            z *= scale  # (1 + tanh(z / 2)) / 2 on i, f, o; tanh(z) on g
-            z += shift
-            cn = cells[t]
-            xp.multiply(z[:, hidden:h2], c, out=cn)
-            xp.multiply(z[:, :hidden], z[:, h2:h3], out=ig)
-            cn += ig
-            tc = tanh_c[t]
-            xp.tanh(cn, out=tc)
-            h = out[t]
-            xp.multiply(z[:, h3:], tc, out=h)
-            c = cn
-        return out, h.copy(), c.copy(), cache
-    if mode == "gru":
-        out = xp.empty((steps, batch, hidden), dt)
-        rec_all = cache.rec = xp.empty((steps, batch, gsize), dt)
+        rec_all = _empty(xp, shape, dt)
+        cache = RNNCache(mode, reverse, proj, rec=rec_all, buffers=_Buffers(proj, rec_all))
         tmp = xp.empty((batch, hidden), dt)
         for t in order:
             z = proj[t]
@@ -177,6 +196,7 @@ def rnn_forward(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
             ho += n
             h = ho
         return out, h.copy(), None, cache
+    cache = RNNCache(mode, reverse, proj)
     rec = xp.empty((batch, gsize), dt)
     for t in order:
         z = proj[t]
@@ -209,12 +229,14 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
     x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c = _arrays(
         x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c
     )
+    if cache.mode == "lstm":
+        return _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias)
     mode, reverse, gates = cache.mode, cache.reverse, cache.gates
     steps, batch, n_in = x.shape
     hidden = w_hh.shape[1]
     gsize = w_ih.shape[0]
     dt = gates.dtype
-    h2, h3 = 2 * hidden, 3 * hidden
+    h2 = 2 * hidden
     order = range(steps) if reverse else range(steps - 1, -1, -1)
     step = 1 if reverse else -1  # the previous step's offset in time
 
@@ -228,38 +250,7 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
     b = xp.empty((batch, hidden), dt)
     dc = None
     dhid_all = dz_all
-    if mode == "lstm":
-        dc = xp.array(g_c, dtype=dt, copy=True)
-        cells, tanh_c = cache.cells, cache.tanh_c
-        deriv = xp.empty((batch, gsize), dt)
-        for t in order:
-            dh += g_out[t]
-            z = gates[t]
-            i, f, g, o = z[:, :hidden], z[:, hidden:h2], z[:, h2:h3], z[:, h3:]
-            has_prev, p = prev(t)
-            c_prev = cells[p] if has_prev else c0
-            tc = tanh_c[t]
-            dz = dz_all[t]
-            xp.multiply(tc, tc, out=a)  # dc += dh * o * (1 - tanh(c)²)
-            xp.subtract(1, a, out=a)
-            a *= o
-            a *= dh
-            dc += a
-            # the gradients of i, f, g, o, times their derivatives: s(1 - s) for the
-            # sigmoids (on all four at once, then g's block is 1 - g²)
-            xp.multiply(dc, g, out=dz[:, :hidden])
-            xp.multiply(dc, c_prev, out=dz[:, hidden:h2])
-            xp.multiply(dc, i, out=dz[:, h2:h3])
-            xp.multiply(dh, tc, out=dz[:, h3:])
-            xp.subtract(1, z, out=deriv)
-            deriv *= z
-            dg = deriv[:, h2:h3]
-            xp.multiply(g, g, out=dg)
-            xp.subtract(1, dg, out=dg)
-            dz *= deriv
-            xp.matmul(dz, w_hh, out=dh)
-            dc *= f
-    elif mode == "gru":
+    if mode == "gru":
         dhid_all = _empty(xp, (steps, batch, gsize), dt)
         rec_all = cache.rec
         for t in order:
@@ -327,4 +318,170 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
                 else (flat.sum(axis=0) if db_ih is None else db_ih.copy())
             )
     _give_back(dz_all, None if dhid_all is dz_all else dhid_all)
+    return dx, dh if n_h0 else None, dc if n_c0 else None, dw_ih, dw_hh, db_ih, db_hh
+
+
+# LSTM, gate-major: each step's gates are four contiguous (B, H) blocks (every
+# elementwise pass runs over whole blocks; a column slice of a (B, 4H) row would cost
+# NumPy one inner loop per row), in the order (o, i, f, g): the sigmoids o, i, f
+# together (one pass turns their tanh into sigmoids), and i, f, g, whose gradients all
+# scale the cell's gradient, together (one broadcast pass in the backward).
+_PERM = [3, 0, 1, 2]  # PyTorch's (i, f, g, o) row block of each internal gate
+_BLOCK = 8  # time steps per batch of the backward's gradient-independent passes
+
+
+def _gate_major(xp, w, hidden, halve):
+    """``(4H, K)`` weight rows (or ``(4H,)`` biases) in PyTorch's gate order as a fresh
+    ``(4, H, K)`` (``(4, H)``) array in the internal order; ``halve`` halves the
+    sigmoid gates' rows (exact: a power of two)."""
+    w4 = w.reshape((4, hidden) + w.shape[1:])[_PERM]
+    if halve:
+        w4[:3] *= 0.5
+    return w4
+
+
+def _to_torch_order(xp, g4, dt):
+    """A ``(4, H, ...)`` gradient in the internal gate order as a fresh ``(4H, ...)``
+    array in PyTorch's order (made whole, so the engine can keep it as the ``.grad``)."""
+    res = xp.empty((g4.shape[0] * g4.shape[1],) + g4.shape[2:], dt)
+    res4 = res.reshape(g4.shape)
+    for k, j in enumerate(_PERM):
+        res4[j] = g4[k]
+    return res
+
+
+def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
+    steps, batch, n_in = x.shape
+    hidden = w_hh.shape[1]
+    dt = x.dtype
+    n = steps * batch
+    # the input projection of every step, the bias through a column of ones
+    k_in = n_in + (bias is not None)
+    w_in = xp.empty((4, k_in, hidden), dt)
+    w_in[:, :n_in] = _gate_major(xp, w_ih, hidden, True).transpose(0, 2, 1)
+    if bias is not None:
+        w_in[:, n_in] = _gate_major(xp, bias, hidden, True)
+        x_in = _empty(xp, (n, k_in), dt)
+        x_in[:, :n_in] = x.reshape(n, n_in)
+        x_in[:, n_in] = 1
+    else:
+        x_in = x.reshape(n, n_in)
+    gates = _empty(xp, (4, steps, batch, hidden), dt)
+    xp.matmul(x_in, w_in, out=gates.reshape(4, n, hidden))
+    w_rec = xp.ascontiguousarray(_gate_major(xp, w_hh, hidden, True).transpose(0, 2, 1))
+    # the states, the initial one at the end where the sequence starts: step t reads
+    # index t + 1 - d and writes t + d
+    hs = xp.empty((steps + 1, batch, hidden), dt)
+    cs = _empty(xp, (steps + 1, batch, hidden), dt)
+    tanh_c = _empty(xp, (steps, batch, hidden), dt)
+    d = 0 if reverse else 1
+    hs[steps * (1 - d)] = h0
+    cs[steps * (1 - d)] = c0
+    rec = xp.empty((4, batch, hidden), dt)
+    ig = xp.empty((batch, hidden), dt)
+    for t in range(steps - 1, -1, -1) if reverse else range(steps):
+        z = gates[:, t]
+        xp.matmul(hs[t + 1 - d], w_rec, out=rec)
+        z += rec
+        xp.tanh(z, out=z)
+        sig = z[:3]  # (1 + tanh(z / 2)) / 2
+        sig *= 0.5
+        sig += 0.5
+        o, i, f, g = z
+        c = cs[t + d]
+        xp.multiply(f, cs[t + 1 - d], out=c)
+        xp.multiply(i, g, out=ig)
+        c += ig
+        tc = tanh_c[t]
+        xp.tanh(c, out=tc)
+        xp.multiply(o, tc, out=hs[t + d])
+    owned = (gates, cs, tanh_c) if bias is None else (gates, cs, tanh_c, x_in)
+    cache = RNNCache("lstm", reverse, gates, cs, tanh_c, None, hs, x_in, _Buffers(*owned))
+    last = steps * d
+    out = hs[1:] if d else hs[:-1]
+    return out, hs[last].copy(), cs[last].copy(), cache
+
+
+def _lstm_factors(xp, a, gates, c_prev, tc):
+    """What the gradients of a block of steps are made of, independent of them:
+    ``a[0] = tanh(c)·σ'(o)``, ``a[1] = g·σ'(i)``, ``a[2] = c₋₁·σ'(f)``, ``a[3] = i·(1 - g²)``
+    (the pre-activations' gradients are these times ``dh``, ``dc``, ``dc``, ``dc``) and
+    ``a[4] = o·(1 - tanh(c)²)`` (``dh``'s part of ``dc``), ``σ' = σ(1 - σ)``."""
+    s = gates[:3]
+    xp.subtract(1, s, out=a[:3])
+    a[:3] *= s
+    o, i, _, g = gates
+    a[0] *= tc
+    a[1] *= g
+    a[2] *= c_prev
+    xp.multiply(g, g, out=a[3])
+    xp.subtract(1, a[3], out=a[3])
+    a[3] *= i
+    xp.multiply(tc, tc, out=a[4])
+    xp.subtract(1, a[4], out=a[4])
+    a[4] *= o
+
+
+def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
+    reverse, gates, cs, tanh_c, hs = (
+        cache.reverse, cache.gates, cache.cells, cache.tanh_c, cache.states
+    )  # fmt: skip
+    steps, batch, n_in = x.shape
+    hidden = w_hh.shape[1]
+    dt = gates.dtype
+    n_x, n_h0, n_c0, n_wih, n_whh, n_bih, n_bhh = needs
+    d = 0 if reverse else 1
+    order = range(steps) if reverse else range(steps - 1, -1, -1)
+    w_rec = _gate_major(xp, w_hh, hidden, False)  # dh = Σ_k dz_k @ W_k
+    block = min(_BLOCK, steps)
+    dz_all = _empty(xp, (4, steps, batch, hidden), dt)
+    fac = _empty(xp, (5, block, batch, hidden), dt)
+    rec = _empty(xp, (4, batch, hidden), dt)
+    tmp = xp.empty((batch, hidden), dt)
+    dh = xp.array(g_h, dtype=dt, copy=True)
+    dc = xp.array(g_c, dtype=dt, copy=True)
+    lo = 0
+    for s, t in enumerate(order):
+        if s % block == 0:  # the next block of steps: times lo .. lo + m - 1
+            m = min(block, steps - s)
+            lo = t if reverse else t - m + 1
+            span = slice(lo, lo + m)
+            c_prev = cs[lo + 1 - d : lo + 1 - d + m]
+            _lstm_factors(xp, fac[:, :m], gates[:, span], c_prev, tanh_c[span])
+        a = fac[:, t - lo]
+        dh += g_out[t]
+        xp.multiply(dh, a[4], out=tmp)
+        dc += tmp
+        dz = dz_all[:, t]
+        xp.multiply(dh, a[0], out=dz[0])
+        xp.multiply(dc, a[1:4], out=dz[1:])
+        last = s == steps - 1
+        if not last or n_h0:
+            xp.matmul(dz, w_rec, out=rec)
+            xp.sum(rec, axis=0, out=dh)
+        if not last or n_c0:
+            dc *= gates[2, t]
+    n = steps * batch
+    flat = dz_all.reshape(4, n, hidden)
+    flat_t = flat.transpose(0, 2, 1)
+    dx = dw_ih = dw_hh = db_ih = db_hh = None
+    if n_x:
+        part = xp.matmul(flat, _gate_major(xp, w_ih, hidden, False))
+        dx = xp.empty((steps, batch, n_in), dt)
+        xp.sum(part, axis=0, out=dx.reshape(n, n_in))
+    want_b = has_bias and (n_bih or n_bhh)
+    if n_wih:  # with the biases' gradients from the column of ones
+        g_in = xp.matmul(flat_t, cache.x_in)
+        dw_ih = _to_torch_order(xp, g_in[:, :, :n_in], dt)
+        if want_b:
+            db_ih = _to_torch_order(xp, g_in[:, :, n_in], dt)
+    elif want_b:
+        db_ih = _to_torch_order(xp, flat.sum(axis=1), dt)
+    if n_whh:  # the state each step read: hs[t + 1 - d]
+        h_prev = (hs[:-1] if d else hs[1:]).reshape(n, hidden)
+        dw_hh = _to_torch_order(xp, xp.matmul(flat_t, h_prev), dt)
+    if want_b:
+        db_hh = db_ih.copy() if n_bhh else None
+        db_ih = db_ih if n_bih else None
+    _give_back(dz_all, fac, rec)
     return dx, dh if n_h0 else None, dc if n_c0 else None, dw_ih, dw_hh, db_ih, db_hh
