@@ -330,14 +330,18 @@ _PERM = [3, 0, 1, 2]  # PyTorch's (i, f, g, o) row block of each internal gate
 _BLOCK = 8  # time steps per batch of the backward's gradient-independent passes
 
 
-def _gate_major(xp, w, hidden, halve):
-    """``(4H, K)`` weight rows (or ``(4H,)`` biases) in PyTorch's gate order as a fresh
-    ``(4, H, K)`` (``(4, H)``) array in the internal order; ``halve`` halves the
-    sigmoid gates' rows (exact: a power of two)."""
-    w4 = w.reshape((4, hidden) + w.shape[1:])[_PERM]
-    if halve:
-        w4[:3] *= 0.5
-    return w4
+def _gate_major(xp, w, hidden, out, halve=False, transpose=False):
+    """``(4H, K)`` weight rows (or ``(4H,)`` biases) in PyTorch's gate order written
+    into ``out`` ``(4, H, K)`` (``(4, K, H)`` with ``transpose``; ``(4, H)``) in the
+    internal order; ``halve`` halves the sigmoid gates (exact: a power of two)."""
+    w4 = w.reshape((4, hidden) + w.shape[1:])
+    for k, j in enumerate(_PERM):
+        src = w4[j].T if transpose else w4[j]
+        if halve and k < 3:
+            xp.multiply(src, 0.5, out=out[k])
+        else:
+            out[k][...] = src
+    return out
 
 
 def _to_torch_order(xp, g4, dt):
@@ -357,18 +361,18 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
     n = steps * batch
     # the input projection of every step, the bias through a column of ones
     k_in = n_in + (bias is not None)
-    w_in = xp.empty((4, k_in, hidden), dt)
-    w_in[:, :n_in] = _gate_major(xp, w_ih, hidden, True).transpose(0, 2, 1)
+    w_in = _empty(xp, (4, k_in, hidden), dt)
+    _gate_major(xp, w_ih, hidden, w_in[:, :n_in], halve=True, transpose=True)
     if bias is not None:
-        w_in[:, n_in] = _gate_major(xp, bias, hidden, True)
+        _gate_major(xp, bias, hidden, w_in[:, n_in], halve=True)
         x_in = _empty(xp, (n, k_in), dt)
-        x_in[:, :n_in] = x.reshape(n, n_in)
+        x_in.reshape(steps, batch, k_in)[:, :, :n_in] = x
         x_in[:, n_in] = 1
     else:
         x_in = x.reshape(n, n_in)
     gates = _empty(xp, (4, steps, batch, hidden), dt)
     xp.matmul(x_in, w_in, out=gates.reshape(4, n, hidden))
-    w_rec = xp.ascontiguousarray(_gate_major(xp, w_hh, hidden, True).transpose(0, 2, 1))
+    w_rec = _gate_major(xp, w_hh, hidden, _empty(xp, (4, hidden, hidden), dt), True, True)
     # the states, the initial one at the end where the sequence starts: step t reads
     # index t + 1 - d and writes t + d
     hs = xp.empty((steps + 1, batch, hidden), dt)
@@ -395,6 +399,7 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
         tc = tanh_c[t]
         xp.tanh(c, out=tc)
         xp.multiply(o, tc, out=hs[t + d])
+    _give_back(w_in, w_rec)
     owned = (gates, cs, tanh_c) if bias is None else (gates, cs, tanh_c, x_in)
     cache = RNNCache("lstm", reverse, gates, cs, tanh_c, None, hs, x_in, _Buffers(*owned))
     last = steps * d
@@ -432,7 +437,7 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     n_x, n_h0, n_c0, n_wih, n_whh, n_bih, n_bhh = needs
     d = 0 if reverse else 1
     order = range(steps) if reverse else range(steps - 1, -1, -1)
-    w_rec = _gate_major(xp, w_hh, hidden, False)  # dh = Σ_k dz_k @ W_k
+    w_rec = _gate_major(xp, w_hh, hidden, _empty(xp, (4, hidden, hidden), dt))  # dh = Σ dz_k W_k
     block = min(_BLOCK, steps)
     dz_all = _empty(xp, (4, steps, batch, hidden), dt)
     fac = _empty(xp, (5, block, batch, hidden), dt)
@@ -466,7 +471,7 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     flat_t = flat.transpose(0, 2, 1)
     dx = dw_ih = dw_hh = db_ih = db_hh = None
     if n_x:
-        part = xp.matmul(flat, _gate_major(xp, w_ih, hidden, False))
+        part = xp.matmul(flat, _gate_major(xp, w_ih, hidden, xp.empty((4, hidden, n_in), dt)))
         dx = xp.empty((steps, batch, n_in), dt)
         xp.sum(part, axis=0, out=dx.reshape(n, n_in))
     want_b = has_bias and (n_bih or n_bhh)
@@ -479,9 +484,11 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         db_ih = _to_torch_order(xp, flat.sum(axis=1), dt)
     if n_whh:  # the state each step read: hs[t + 1 - d]
         h_prev = (hs[:-1] if d else hs[1:]).reshape(n, hidden)
-        dw_hh = _to_torch_order(xp, xp.matmul(flat_t, h_prev), dt)
+        dw_hh = xp.empty((4 * hidden, hidden), dt)
+        for k, j in enumerate(_PERM):
+            xp.matmul(flat_t[k], h_prev, out=dw_hh[j * hidden : (j + 1) * hidden])
     if want_b:
         db_hh = db_ih.copy() if n_bhh else None
         db_ih = db_ih if n_bih else None
-    _give_back(dz_all, fac, rec)
+    _give_back(dz_all, fac, rec, w_rec)
     return dx, dh if n_h0 else None, dc if n_c0 else None, dw_ih, dw_hh, db_ih, db_hh
