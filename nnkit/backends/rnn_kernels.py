@@ -370,8 +370,8 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
         x_in[:, n_in] = 1
     else:
         x_in = x.reshape(n, n_in)
-    gates = _empty(xp, (4, steps, batch, hidden), dt)
-    xp.matmul(x_in, w_in, out=gates.reshape(4, n, hidden))
+    gates = _empty(xp, (steps, 4, batch, hidden), dt)  # one small GEMM per step and gate
+    xp.matmul(x_in.reshape(steps, 1, batch, k_in), w_in, out=gates)
     w_rec = _gate_major(xp, w_hh, hidden, _empty(xp, (4, hidden, hidden), dt), True, True)
     # the states, the initial one at the end where the sequence starts: step t reads
     # index t + 1 - d and writes t + d
@@ -384,7 +384,7 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
     rec = xp.empty((4, batch, hidden), dt)
     ig = xp.empty((batch, hidden), dt)
     for t in range(steps - 1, -1, -1) if reverse else range(steps):
-        z = gates[:, t]
+        z = gates[t]
         xp.matmul(hs[t + 1 - d], w_rec, out=rec)
         z += rec
         xp.tanh(z, out=z)
@@ -408,23 +408,24 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
 
 
 def _lstm_factors(xp, a, gates, c_prev, tc):
-    """What the gradients of a block of steps are made of, independent of them:
-    ``a[0] = tanh(c)·σ'(o)``, ``a[1] = g·σ'(i)``, ``a[2] = c₋₁·σ'(f)``, ``a[3] = i·(1 - g²)``
-    (the pre-activations' gradients are these times ``dh``, ``dc``, ``dc``, ``dc``) and
-    ``a[4] = o·(1 - tanh(c)²)`` (``dh``'s part of ``dc``), ``σ' = σ(1 - σ)``."""
-    s = gates[:3]
-    xp.subtract(1, s, out=a[:3])
-    a[:3] *= s
-    o, i, _, g = gates
-    a[0] *= tc
-    a[1] *= g
-    a[2] *= c_prev
-    xp.multiply(g, g, out=a[3])
-    xp.subtract(1, a[3], out=a[3])
-    a[3] *= i
-    xp.multiply(tc, tc, out=a[4])
-    xp.subtract(1, a[4], out=a[4])
-    a[4] *= o
+    """What the gradients of a block of steps ``(m, ...)`` are made of, independent of
+    them: ``a[:, 0] = tanh(c)·σ'(o)``, ``a[:, 1] = g·σ'(i)``, ``a[:, 2] = c₋₁·σ'(f)``,
+    ``a[:, 3] = i·(1 - g²)`` (the pre-activations' gradients are these times ``dh``,
+    ``dc``, ``dc``, ``dc``) and ``a[:, 4] = o·(1 - tanh(c)²)`` (``dh``'s part of
+    ``dc``), ``σ' = σ(1 - σ)``."""
+    s = gates[:, :3]
+    xp.subtract(1, s, out=a[:, :3])
+    a[:, :3] *= s
+    o, i, g = gates[:, 0], gates[:, 1], gates[:, 3]
+    a[:, 0] *= tc
+    a[:, 1] *= g
+    a[:, 2] *= c_prev
+    xp.multiply(g, g, out=a[:, 3])
+    xp.subtract(1, a[:, 3], out=a[:, 3])
+    a[:, 3] *= i
+    xp.multiply(tc, tc, out=a[:, 4])
+    xp.subtract(1, a[:, 4], out=a[:, 4])
+    a[:, 4] *= o
 
 
 def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
@@ -440,7 +441,7 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     w_rec = _gate_major(xp, w_hh, hidden, _empty(xp, (4, hidden, hidden), dt))  # dh = Σ dz_k W_k
     block = min(_BLOCK, steps)
     dz_all = _empty(xp, (4, steps, batch, hidden), dt)
-    fac = _empty(xp, (5, block, batch, hidden), dt)
+    fac = _empty(xp, (block, 5, batch, hidden), dt)
     rec = _empty(xp, (4, batch, hidden), dt)
     tmp = xp.empty((batch, hidden), dt)
     dh = xp.array(g_h, dtype=dt, copy=True)
@@ -452,8 +453,8 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
             lo = t if reverse else t - m + 1
             span = slice(lo, lo + m)
             c_prev = cs[lo + 1 - d : lo + 1 - d + m]
-            _lstm_factors(xp, fac[:, :m], gates[:, span], c_prev, tanh_c[span])
-        a = fac[:, t - lo]
+            _lstm_factors(xp, fac[:m], gates[span], c_prev, tanh_c[span])
+        a = fac[t - lo]
         dh += g_out[t]
         xp.multiply(dh, a[4], out=tmp)
         dc += tmp
@@ -463,9 +464,11 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         last = s == steps - 1
         if not last or n_h0:
             xp.matmul(dz, w_rec, out=rec)
-            xp.sum(rec, axis=0, out=dh)
+            xp.add(rec[0], rec[1], out=dh)  # (three adds: faster than a sum over axis 0)
+            dh += rec[2]
+            dh += rec[3]
         if not last or n_c0:
-            dc *= gates[2, t]
+            dc *= gates[t, 2]
     n = steps * batch
     flat = dz_all.reshape(4, n, hidden)
     flat_t = flat.transpose(0, 2, 1)
@@ -476,10 +479,10 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         xp.sum(part, axis=0, out=dx.reshape(n, n_in))
     want_b = has_bias and (n_bih or n_bhh)
     if n_wih:  # with the biases' gradients from the column of ones
-        g_in = xp.matmul(flat_t, cache.x_in)
-        dw_ih = _to_torch_order(xp, g_in[:, :, :n_in], dt)
+        g_in = xp.matmul(cache.x_in.T, flat)  # (4, I + 1, H): faster than its transpose
+        dw_ih = _to_torch_order(xp, g_in[:, :n_in].transpose(0, 2, 1), dt)
         if want_b:
-            db_ih = _to_torch_order(xp, g_in[:, :, n_in], dt)
+            db_ih = _to_torch_order(xp, g_in[:, n_in], dt)
     elif want_b:
         db_ih = _to_torch_order(xp, flat.sum(axis=1), dt)
     if n_whh:  # the state each step read: hs[t + 1 - d]
