@@ -337,27 +337,20 @@ _SMALL_GEMM = 1_000_000
 
 def _row_blocks(xp, batch, hidden):
     """How the per-step GEMMs ``(batch, H) @ (H, H)`` (one per gate) split the batch:
-    ``None`` for one GEMM each, else a block count dividing ``batch``."""
+    1 for one GEMM each, else a block count dividing ``batch``."""
     if xp is not np or batch * hidden * hidden <= _SMALL_GEMM:
-        return None
+        return 1
     for blocks in range(2, batch // 8 + 1):
         if batch % blocks == 0 and (batch // blocks) * hidden * hidden <= _SMALL_GEMM:
             return blocks
-    return None
+    return 1
 
 
-def _gate_matmul(xp, a, w, out, blocks):
-    """``out[k] = a[k] @ w[k]`` for each gate (``a`` ``(B, K)`` broadcast or ``(4, B, K)``,
-    ``w`` ``(4, K, H)``, ``out`` ``(4, B, H)``), in ``blocks`` row blocks of the batch."""
-    if blocks is None:
-        xp.matmul(a, w, out=out)
-        return
-    batch = out.shape[1]
-    rows = batch // blocks
-    a = a.reshape(a.shape[:-2] + (blocks, rows, a.shape[-1]))
-    if a.ndim == 3:
-        a = a[None]
-    xp.matmul(a, w[:, None], out=out.reshape(4, blocks, rows, out.shape[-1]))
+def _split_rows(a, blocks, axis):
+    """``a`` with its batch axis ``axis`` split into ``blocks`` row blocks (a view), for
+    per-gate GEMMs that broadcast over the blocks (see :func:`_row_blocks`)."""
+    s = a.shape
+    return a.reshape(s[:axis] + (blocks, s[axis] // blocks) + s[axis + 1 :])
 
 
 def _gate_major(xp, w, hidden, out, halve=False, transpose=False):
@@ -413,10 +406,13 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
     cs[steps * (1 - d)] = c0
     rec = xp.empty((4, batch, hidden), dt)
     ig = xp.empty((batch, hidden), dt)
+    # rec[k] = h @ W_k for each gate k, in row blocks of the batch
     blocks = _row_blocks(xp, batch, hidden)
+    h_in = _split_rows(hs, blocks, 1)[:, None]
+    w_blk, rec_blk = w_rec[:, None], _split_rows(rec, blocks, 1)
     for t in range(steps - 1, -1, -1) if reverse else range(steps):
         z = gates[t]
-        _gate_matmul(xp, hs[t + 1 - d], w_rec, rec, blocks)
+        xp.matmul(h_in[t + 1 - d], w_blk, out=rec_blk)
         z += rec
         xp.tanh(z, out=z)
         sig = z[:3]  # (1 + tanh(z / 2)) / 2
@@ -475,7 +471,12 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     fac = _empty(xp, (block, 5, batch, hidden), dt)
     rec = _empty(xp, (4, batch, hidden), dt)
     tmp = xp.empty((batch, hidden), dt)
-    blocks = _row_blocks(xp, batch, hidden)
+    blocks = _row_blocks(xp, batch, hidden)  # rec[k] = dz_k @ W_k, as in the forward
+    dz_blk, w_blk, rec_blk = (
+        _split_rows(dz_all, blocks, 2),
+        w_rec[:, None],
+        _split_rows(rec, blocks, 1),
+    )
     dh = xp.array(g_h, dtype=dt, copy=True)
     dc = xp.array(g_c, dtype=dt, copy=True)
     lo = 0
@@ -495,7 +496,7 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         xp.multiply(dc, a[1:4], out=dz[1:])
         last = s == steps - 1
         if not last or n_h0:
-            _gate_matmul(xp, dz, w_rec, rec, blocks)
+            xp.matmul(dz_blk[:, t], w_blk, out=rec_blk)
             xp.add(rec[0], rec[1], out=dh)  # (three adds: faster than a sum over axis 0)
             dh += rec[2]
             dh += rec[3]
