@@ -15,6 +15,17 @@ time-major, ``x`` ``(T, B, I)``, states ``(B, H)``. A sigmoid gate is computed a
 ``(1 + tanh(z / 2)) / 2``, the halving folded into copies of its weight rows (exact: a
 power of two), so that one ``tanh`` pass covers all of a step's gates; the results
 differ from ``1 / (1 + exp(-z))`` by float rounding only.
+
+The LSTM runs gate-major (see :func:`_lstm_forward`): a step's gates are four
+contiguous ``(B, H)`` blocks, so that no elementwise pass reads a column slice; each
+gate's GEMMs are separate (the per-step ones in row blocks of the batch small enough
+for OpenBLAS's unpacked small-matrix kernel), the biases enter the input projection as
+a column of ones, and the backward computes the factors of its gradients that do not
+depend on them a block of steps at a time. Its results differ from a row-major,
+whole-width computation (the per-step layers') by float rounding only.
+
+Work buffers (the backward's and, once their graph is freed, the forward's) are reused
+from a bounded pool of free NumPy arrays (see :func:`_empty`).
 """
 
 from __future__ import annotations
@@ -26,11 +37,12 @@ __all__ = ["MODES", "RNNCache", "rnn_forward", "rnn_backward"]
 # gates per mode
 MODES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
-# Free NumPy work buffers by (shape, dtype), for the backward's gate gradients (used and
-# given back within one call, so no result ever views them): memory the C allocator
-# hands back to the system costs page faults when it is taken again, a noticeable part
-# of a small LSTM step. Bounded: arrays up to _POOL_ARRAY_BYTES, _POOL_BYTES in all.
-# CuPy keeps its own memory pool.
+# Free NumPy work buffers by (shape, dtype): the backward's (used and given back within
+# one call) and the forward's that an RNNCache owns (given back when it dies or hands
+# them on, see RNNCache); no result ever views them. Memory the C allocator hands back
+# to the system costs page faults when it is taken again, a noticeable part of a small
+# LSTM step. Bounded: arrays up to _POOL_ARRAY_BYTES, _POOL_BYTES in all. CuPy keeps
+# its own memory pool.
 _POOL: dict = {}
 _POOL_ARRAY_BYTES = 16 << 20
 _POOL_BYTES = 64 << 20
@@ -75,7 +87,7 @@ class _Buffers:
 class RNNCache:
     """What the backward needs besides the inputs and the output sequence.
 
-    ``gates``: the gate activations (LSTM ``(4, T, B, H)``, see :func:`_lstm_forward`;
+    ``gates``: the gate activations (LSTM ``(T, 4, B, H)``, see :func:`_lstm_forward`;
     GRU ``(T, B, 3H)``); ``cells`` and ``tanh_c``: LSTM's cell states ``(T + 1, B, H)``
     and their tanh ``(T, B, H)``; ``states``: LSTM's hidden states ``(T + 1, B, H)``
     (the output sequence views them); ``x_in``: LSTM's inputs with a column of ones
@@ -378,6 +390,14 @@ def _to_torch_order(xp, g4, dt):
 
 
 def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
+    """:func:`rnn_forward` for ``'lstm'`` (arrays in; ``bias`` is ``b_ih + b_hh``).
+
+    ``gates`` ``(T, 4, B, H)`` holds each step's ``(o, i, f, g)`` activations (filled
+    with the input projection first: one small GEMM per step and gate, faster here than
+    one large one); ``states`` and ``cells`` ``(T + 1, B, H)`` the hidden and cell
+    states, the initial ones at the end where the sequence starts (``out`` views
+    ``states``); ``x_in`` the inputs with a column of ones, ``(T·B, I + 1)``.
+    """
     steps, batch, n_in = x.shape
     hidden = w_hh.shape[1]
     dt = x.dtype
@@ -456,6 +476,11 @@ def _lstm_factors(xp, a, gates, c_prev, tc):
 
 
 def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
+    """:func:`rnn_backward` for ``'lstm'`` (arrays in): per step, ``dh`` and ``dc``
+    times the factors of :func:`_lstm_factors` give the gates' gradients ``dz``
+    (gate-major, ``(4, T, B, H)``), and ``Σ_k dz_k @ W_k`` the previous state's; then
+    the weight gradients (the biases' from the column of ones) and ``dx`` over all
+    steps at once, one GEMM per gate, written in PyTorch's gate order."""
     reverse, gates, cs, tanh_c, hs = (
         cache.reverse, cache.gates, cache.cells, cache.tanh_c, cache.states
     )  # fmt: skip
