@@ -392,9 +392,9 @@ def _to_torch_order(xp, g4, dt):
 def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
     """:func:`rnn_forward` for ``'lstm'`` (arrays in; ``bias`` is ``b_ih + b_hh``).
 
-    ``gates`` ``(T, 4, B, H)`` holds each step's ``(o, i, f, g)`` activations (filled
-    with the input projection first: one small GEMM per step and gate, faster here than
-    one large one); ``states`` and ``cells`` ``(T + 1, B, H)`` the hidden and cell
+    ``gates`` ``(T, 4, B, H)`` holds each step's ``(o, i, f, g)`` activations (each
+    step first writes its input projection there, small GEMMs whose results are still
+    in cache for the gate passes, then adds ``h @ W_k``); ``states`` and ``cells`` ``(T + 1, B, H)`` the hidden and cell
     states, the initial ones at the end where the sequence starts (``out`` views
     ``states``); ``x_in`` the inputs with a column of ones, ``(T·B, I + 1)``.
     """
@@ -413,8 +413,8 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
         x_in[:, n_in] = 1
     else:
         x_in = x.reshape(n, n_in)
-    gates = _empty(xp, (steps, 4, batch, hidden), dt)  # one small GEMM per step and gate
-    xp.matmul(x_in.reshape(steps, 1, batch, k_in), w_in, out=gates)
+    gates = _empty(xp, (steps, 4, batch, hidden), dt)
+    x_steps = x_in.reshape(steps, batch, k_in)
     w_rec = _gate_major(xp, w_hh, hidden, _empty(xp, (4, hidden, hidden), dt), True, True)
     # the states, the initial one at the end where the sequence starts: step t reads
     # index t + 1 - d and writes t + d
@@ -431,7 +431,8 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
     h_in = _split_rows(hs, blocks, 1)[:, None]
     w_blk, rec_blk = w_rec[:, None], _split_rows(rec, blocks, 1)
     for t in range(steps - 1, -1, -1) if reverse else range(steps):
-        z = gates[t]
+        z = gates[t]  # the input projection, then the recurrence (small GEMMs)
+        xp.matmul(x_steps[t], w_in, out=z)
         xp.matmul(h_in[t + 1 - d], w_blk, out=rec_blk)
         z += rec
         xp.tanh(z, out=z)
@@ -479,8 +480,9 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     """:func:`rnn_backward` for ``'lstm'`` (arrays in): per step, ``dh`` and ``dc``
     times the factors of :func:`_lstm_factors` give the gates' gradients ``dz``
     (gate-major, ``(4, T, B, H)``), and ``Σ_k dz_k @ W_k`` the previous state's; then
-    the weight gradients (the biases' from the column of ones) and ``dx`` over all
-    steps at once, one GEMM per gate, written in PyTorch's gate order."""
+    the weight gradients (the biases' from the column of ones; ``W_hh``'s as its
+    transpose, the faster GEMM) and ``dx`` over all steps at once, one GEMM per gate,
+    written in PyTorch's gate order."""
     reverse, gates, cs, tanh_c, hs = (
         cache.reverse, cache.gates, cache.cells, cache.tanh_c, cache.states
     )  # fmt: skip
@@ -529,7 +531,6 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
             dc *= gates[t, 2]
     n = steps * batch
     flat = dz_all.reshape(4, n, hidden)
-    flat_t = flat.transpose(0, 2, 1)
     dx = dw_ih = dw_hh = db_ih = db_hh = None
     if n_x:
         part = xp.matmul(flat, _gate_major(xp, w_ih, hidden, xp.empty((4, hidden, n_in), dt)))
@@ -545,9 +546,8 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         db_ih = _to_torch_order(xp, flat.sum(axis=1), dt)
     if n_whh:  # the state each step read: hs[t + 1 - d]
         h_prev = (hs[:-1] if d else hs[1:]).reshape(n, hidden)
-        dw_hh = xp.empty((4 * hidden, hidden), dt)
-        for k, j in enumerate(_PERM):
-            xp.matmul(flat_t[k], h_prev, out=dw_hh[j * hidden : (j + 1) * hidden])
+        g_rec = xp.matmul(h_prev.T, flat)  # (4, H, H), each W_k's transpose: faster
+        dw_hh = _to_torch_order(xp, g_rec.transpose(0, 2, 1), dt)
     if want_b:
         db_hh = db_ih.copy() if n_bhh else None
         db_ih = db_ih if n_bih else None
