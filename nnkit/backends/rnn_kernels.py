@@ -504,6 +504,7 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         w_rec[:, None],
         _split_rows(rec, blocks, 1),
     )
+    rec0, rec1, rec2, rec3 = rec
     dh = xp.array(g_h, dtype=dt, copy=True)
     dc = xp.array(g_c, dtype=dt, copy=True)
     lo = 0
@@ -524,9 +525,9 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
         last = s == steps - 1
         if not last or n_h0:
             xp.matmul(dz_blk[:, t], w_blk, out=rec_blk)
-            xp.add(rec[0], rec[1], out=dh)  # (three adds: faster than a sum over axis 0)
-            dh += rec[2]
-            dh += rec[3]
+            xp.add(rec0, rec1, out=dh)  # (three adds: faster than a sum over axis 0)
+            dh += rec2
+            dh += rec3
         if not last or n_c0:
             dc *= gates[t, 2]
     n = steps * batch
