@@ -1,12 +1,13 @@
 """Fused recurrent kernels (RNN tanh/relu, LSTM, GRU), written against ``xp`` so that
 NumPy and CuPy share them.
 
-:func:`rnn_forward` runs one layer and direction over a whole sequence: one GEMM
-projects every step's input, then each step does one GEMM (``h @ W_hhᵀ``) and a few
-in-place elementwise passes for the gates. It keeps the gate activations (and the cell
-states for LSTM) in an :class:`RNNCache`; :func:`rnn_backward` runs backpropagation
-through time from them: one GEMM per step for the recurrence, then one GEMM each for the
-input gradient and the two weight gradients over all steps at once.
+:func:`rnn_forward` runs one layer and direction over a whole sequence: every step's
+input is projected by GEMM (GRU, RNN: one GEMM for the whole sequence), each step does
+one GEMM (``h @ W_hhᵀ``) and a few in-place elementwise passes for the gates. It keeps
+the gate activations (and the cell states for LSTM) in an :class:`RNNCache`;
+:func:`rnn_backward` runs backpropagation through time from them: one GEMM per step
+for the recurrence, then GEMMs for the input gradient and the two weight gradients
+over all steps at once.
 
 Formulas and gate order are PyTorch's: LSTM ``(i, f, g, o)``, ``c' = f*c + i*g``,
 ``h' = o*tanh(c')``; GRU ``(r, z, n)``, ``n = tanh(W_in x + b_in + r*(W_hn h + b_hn))``,
@@ -18,11 +19,13 @@ differ from ``1 / (1 + exp(-z))`` by float rounding only.
 
 The LSTM runs gate-major (see :func:`_lstm_forward`): a step's gates are four
 contiguous ``(B, H)`` blocks, so that no elementwise pass reads a column slice; each
-gate's GEMMs are separate (the per-step ones in row blocks of the batch small enough
+gate's GEMMs are separate and small (the input projection one step at a time, just
+before the step reads it; the per-step ones in row blocks of the batch small enough
 for OpenBLAS's unpacked small-matrix kernel), the biases enter the input projection as
 a column of ones, and the backward computes the factors of its gradients that do not
-depend on them a block of steps at a time. Its results differ from a row-major,
-whole-width computation (the per-step layers') by float rounding only.
+depend on them a span of steps at a time. Its results differ from a row-major,
+whole-width computation (the per-step layers', the kernel before) by float rounding
+only.
 
 Work buffers (the backward's and, once their graph is freed, the forward's) are reused
 from a bounded pool of free NumPy arrays (see :func:`_empty`).
@@ -129,7 +132,10 @@ class RNNCache:
     def __del__(self, _give_back=_give_back) -> None:
         buffers = getattr(self, "buffers", None)
         if buffers is not None:
-            self._release(buffers, _give_back)
+            try:
+                self._release(buffers, _give_back)
+            except Exception:  # interpreter shutdown: the pool may be gone already
+                pass
 
 
 def _half_rows(xp, w, rows, dt):
@@ -339,7 +345,7 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
 # together (one pass turns their tanh into sigmoids), and i, f, g, whose gradients all
 # scale the cell's gradient, together (one broadcast pass in the backward).
 _PERM = [3, 0, 1, 2]  # PyTorch's (i, f, g, o) row block of each internal gate
-_BLOCK = 8  # time steps per batch of the backward's gradient-independent passes
+_SPAN = 8  # time steps per run of the backward's gradient-independent passes
 # Multiply-adds up to which OpenBLAS runs a GEMM with its small-matrix kernel, which
 # reads the operands in place: a larger per-step GEMM packs the weights at every call,
 # so it is cut into row blocks of the batch that stay under this (about 15 % faster
@@ -394,9 +400,10 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
 
     ``gates`` ``(T, 4, B, H)`` holds each step's ``(o, i, f, g)`` activations (each
     step first writes its input projection there, small GEMMs whose results are still
-    in cache for the gate passes, then adds ``h @ W_k``); ``states`` and ``cells`` ``(T + 1, B, H)`` the hidden and cell
-    states, the initial ones at the end where the sequence starts (``out`` views
-    ``states``); ``x_in`` the inputs with a column of ones, ``(T·B, I + 1)``.
+    in cache for the gate passes, then adds ``h @ W_k``); ``states`` and ``cells``
+    ``(T + 1, B, H)`` the hidden and cell states, the initial ones at the end where the
+    sequence starts (``out`` views ``states``); ``x_in`` the inputs with a column of
+    ones, ``(T·B, I + 1)``.
     """
     steps, batch, n_in = x.shape
     hidden = w_hh.shape[1]
@@ -456,7 +463,7 @@ def _lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
 
 
 def _lstm_factors(xp, a, gates, c_prev, tc):
-    """What the gradients of a block of steps ``(m, ...)`` are made of, independent of
+    """What the gradients of a span of steps ``(m, ...)`` are made of, independent of
     them: ``a[:, 0] = tanh(c)·σ'(o)``, ``a[:, 1] = g·σ'(i)``, ``a[:, 2] = c₋₁·σ'(f)``,
     ``a[:, 3] = i·(1 - g²)`` (the pre-activations' gradients are these times ``dh``,
     ``dc``, ``dc``, ``dc``) and ``a[:, 4] = o·(1 - tanh(c)²)`` (``dh``'s part of
@@ -493,9 +500,9 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     d = 0 if reverse else 1
     order = range(steps) if reverse else range(steps - 1, -1, -1)
     w_rec = _gate_major(xp, w_hh, hidden, _empty(xp, (4, hidden, hidden), dt))  # dh = Σ dz_k W_k
-    block = min(_BLOCK, steps)
+    span_len = min(_SPAN, steps)
     dz_all = _empty(xp, (4, steps, batch, hidden), dt)
-    fac = _empty(xp, (block, 5, batch, hidden), dt)
+    fac = _empty(xp, (span_len, 5, batch, hidden), dt)
     rec = _empty(xp, (4, batch, hidden), dt)
     tmp = xp.empty((batch, hidden), dt)
     blocks = _row_blocks(xp, batch, hidden)  # rec[k] = dz_k @ W_k, as in the forward
@@ -509,8 +516,8 @@ def _lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias):
     dc = xp.array(g_c, dtype=dt, copy=True)
     lo = 0
     for s, t in enumerate(order):
-        if s % block == 0:  # the next block of steps: times lo .. lo + m - 1
-            m = min(block, steps - s)
+        if s % span_len == 0:  # the next span of steps: times lo .. lo + m - 1
+            m = min(span_len, steps - s)
             lo = t if reverse else t - m + 1
             span = slice(lo, lo + m)
             c_prev = cs[lo + 1 - d : lo + 1 - d + m]

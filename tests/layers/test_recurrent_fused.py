@@ -238,12 +238,13 @@ def test_reused_work_buffers_do_not_leak_between_graphs(name):
 
 def test_lstm_in_row_blocks_matches_the_per_step_layer():
     """A batch and hidden size whose per-step GEMMs run in row blocks of the batch
-    (``rnn_kernels._row_blocks``): values and gradients as the per-step layer's."""
+    (``rnn_kernels._row_blocks``), over more steps than one span of the backward's
+    factors (and not a multiple of it): values and gradients as the per-step layer's."""
     from nnkit.backends import rnn_kernels
 
-    assert rnn_kernels._row_blocks(np, 16, 256) == 2
+    assert rnn_kernels._row_blocks(np, 16, 256) == 2 and rnn_kernels._SPAN < 11
     layer = nn.LSTM(3, 256, bidirectional=True).double()
-    x = nnkit.randn(3, 16, 3, dtype=nnkit.float64, requires_grad=True)
+    x = nnkit.randn(11, 16, 3, dtype=nnkit.float64, requires_grad=True)
     results = []
     for fused in (True, False):
         layer.fused = fused
