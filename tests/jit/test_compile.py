@@ -202,7 +202,7 @@ class _WideLSTMNet(nn.Module):
 def test_wide_lstm_bitwise_equal_and_replays_reuse_its_buffers(monkeypatch):
     from nnkit.backends import rnn_kernels
 
-    assert rnn_kernels._row_blocks(np, 16, 256) > 1
+    assert rnn_kernels._row_blocks(np, 16, 256, 256) > 1
     taken = []
     empty = rnn_kernels._empty
 

@@ -242,7 +242,7 @@ def test_lstm_in_row_blocks_matches_the_per_step_layer():
     factors (and not a multiple of it): values and gradients as the per-step layer's."""
     from nnkit.backends import rnn_kernels
 
-    assert rnn_kernels._row_blocks(np, 16, 256) == 2 and rnn_kernels._SPAN < 11
+    assert rnn_kernels._row_blocks(np, 16, 256, 256) == 2 and rnn_kernels._SPAN < 11
     layer = nn.LSTM(3, 256, bidirectional=True).double()
     x = nnkit.randn(11, 16, 3, dtype=nnkit.float64, requires_grad=True)
     results = []
