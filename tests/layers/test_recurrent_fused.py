@@ -236,24 +236,29 @@ def test_reused_work_buffers_do_not_leak_between_graphs(name):
         np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-12, atol=1e-14)
 
 
-def test_lstm_in_row_blocks_matches_the_per_step_layer():
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_row_blocked_gemms_match_the_per_step_layer(name):
     """A batch and hidden size whose per-step GEMMs run in row blocks of the batch
-    (``rnn_kernels._row_blocks``), over more steps than one span of the backward's
+    (``rnn_kernels._row_blocks``), over more steps than one span of LSTM's backward
     factors (and not a multiple of it): values and gradients as the per-step layer's."""
     from nnkit.backends import rnn_kernels
 
-    assert rnn_kernels._row_blocks(np, 16, 256, 256) == 2 and rnn_kernels._SPAN < 11
-    layer = nn.LSTM(3, 256, bidirectional=True).double()
-    x = nnkit.randn(11, 16, 3, dtype=nnkit.float64, requires_grad=True)
+    gates = {"LSTM": 1, "GRU": 3, "RNN": 1}[name]  # LSTM: one GEMM per gate
+    assert rnn_kernels._row_blocks(np, 64, 128, gates * 128) > 1
+    assert rnn_kernels._row_blocks(np, 64, gates * 128, 128) > 1 and rnn_kernels._SPAN < 11
+    layer = getattr(nn, name)(3, 128, bidirectional=True).double()
+    x = nnkit.randn(11, 64, 3, dtype=nnkit.float64, requires_grad=True)
     results = []
     for fused in (True, False):
         layer.fused = fused
         layer.zero_grad()
         x.grad = None
-        out, (h, c) = layer(x)
-        (out.sin().sum() + (h * c).sum()).backward()
+        out, hidden = layer(x)
+        finals = hidden if isinstance(hidden, tuple) else (hidden,)
+        (out.sin().sum() + sum((f * f).sum() for f in finals)).backward()
         grads = [p.grad.numpy().copy() for p in layer.parameters()]
-        results.append([out.detach().numpy(), h.detach().numpy(), x.grad.numpy(), *grads])
+        results.append([out.detach().numpy(), finals[0].detach().numpy(), x.grad.numpy()])
+        results[-1] += grads
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
