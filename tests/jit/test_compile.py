@@ -188,7 +188,7 @@ def test_sequence_models_bitwise_equal(net):
 
 
 class _WideLSTMNet(nn.Module):
-    """Per-step GEMMs in row blocks of the batch (``rnn_kernels._row_blocks``)."""
+    """Per-step GEMMs in row blocks of the batch (``rnn_common._row_blocks``)."""
 
     def __init__(self):
         super().__init__()
@@ -200,17 +200,17 @@ class _WideLSTMNet(nn.Module):
 
 
 def test_wide_lstm_bitwise_equal_and_replays_reuse_its_buffers(monkeypatch):
-    from nnkit.backends import rnn_kernels
+    from nnkit.backends import rnn_common, rnn_lstm
 
-    assert rnn_kernels._row_blocks(np, 16, 256, 256) > 1
+    assert rnn_common._row_blocks(np, 16, 256, 256) > 1
     taken = []
-    empty = rnn_kernels._empty
+    empty = rnn_lstm._empty
 
     def spy(xp, shape, dt):
-        taken.append(bool(rnn_kernels._POOL.get((shape, dt.str))))
+        taken.append(bool(rnn_common._POOL.get((shape, dt.str))))
         return empty(xp, shape, dt)
 
-    monkeypatch.setattr(rnn_kernels, "_empty", spy)
+    monkeypatch.setattr(rnn_lstm, "_empty", spy)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 4, 16, 5)).astype(np.float32)
     y = rng.integers(0, 3, (2, 16))
