@@ -1,7 +1,9 @@
 """The fused LSTM kernels behind :func:`nnkit.backends.rnn_kernels.rnn_forward` and
 :func:`~nnkit.backends.rnn_kernels.rnn_backward` (``mode='lstm'``; arrays in, arrays
 out), gate-major: see :mod:`nnkit.backends.rnn_kernels` for the formulas and the
-layout, :func:`lstm_forward` and :func:`lstm_backward` for the arrays kept.
+layout, :func:`lstm_forward` and :func:`lstm_backward` for the arrays kept. (Not a
+``*_kernels`` module: ``nnkit.compile`` records the calls of those entry points, which
+run these.)
 """
 
 from __future__ import annotations
