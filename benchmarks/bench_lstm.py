@@ -7,9 +7,10 @@ Network (float32, batch 64, sequence 32, input 32, hidden 128)::
 Three implementations, timed in alternation in one run (medians after warm-up):
 
 * nnkit: ``nnkit.nn.LSTM`` and ``nnkit.nn.Linear`` in eager mode; the LSTM layer is one
-  fused op (``nnkit.autograd.ops.rnn_fused``: one GEMM for the input projection, one
-  GEMM and one in-place gate update per step, backpropagation through time in the
-  kernel with the weight gradients as one GEMM over all steps);
+  fused op (``nnkit.autograd.ops.rnn_fused``: per step the input projection and the
+  recurrence as small per-gate GEMMs and in-place passes over contiguous gate blocks,
+  backpropagation through time in the kernel with the weight gradients as GEMMs over
+  all steps, see ``nnkit.backends.rnn_kernels``);
 * the NumPy floor: a hand-written forward and backward through time (one GEMM for the
   input projection of the whole sequence, one per step for the recurrence);
 * PyTorch CPU (when installed), ``torch.nn.LSTM`` with the same thread count.

@@ -1,12 +1,13 @@
 """Fused recurrent kernels (RNN tanh/relu, LSTM, GRU), written against ``xp`` so that
 NumPy and CuPy share them.
 
-:func:`rnn_forward` runs one layer and direction over a whole sequence: one GEMM
-projects every step's input, then each step does one GEMM (``h @ W_hhᵀ``) and a few
-in-place elementwise passes for the gates. It keeps the gate activations (and the cell
-states for LSTM) in an :class:`RNNCache`; :func:`rnn_backward` runs backpropagation
-through time from them: one GEMM per step for the recurrence, then one GEMM each for the
-input gradient and the two weight gradients over all steps at once.
+:func:`rnn_forward` runs one layer and direction over a whole sequence: every step's
+input is projected by GEMM (GRU, RNN: one GEMM for the whole sequence), each step does
+one GEMM (``h @ W_hhᵀ``) and a few in-place elementwise passes for the gates. It keeps
+the gate activations (and the cell states for LSTM) in an :class:`RNNCache`;
+:func:`rnn_backward` runs backpropagation through time from them: one GEMM per step
+for the recurrence, then GEMMs for the input gradient and the two weight gradients
+over all steps at once.
 
 Formulas and gate order are PyTorch's: LSTM ``(i, f, g, o)``, ``c' = f*c + i*g``,
 ``h' = o*tanh(c')``; GRU ``(r, z, n)``, ``n = tanh(W_in x + b_in + r*(W_hn h + b_hn))``,
@@ -15,62 +16,38 @@ time-major, ``x`` ``(T, B, I)``, states ``(B, H)``. A sigmoid gate is computed a
 ``(1 + tanh(z / 2)) / 2``, the halving folded into copies of its weight rows (exact: a
 power of two), so that one ``tanh`` pass covers all of a step's gates; the results
 differ from ``1 / (1 + exp(-z))`` by float rounding only.
+
+The LSTM runs gate-major (:mod:`nnkit.backends.rnn_lstm`): a step's gates are four
+contiguous ``(B, H)`` blocks, so that no elementwise pass reads a column slice; each
+gate's GEMMs are separate (the input projection one step at a time, just before the
+step reads it, where those GEMMs are small enough for OpenBLAS's unpacked small-matrix
+kernel, else one GEMM for all steps; the per-step ones in row blocks of the batch small
+enough for that kernel), the biases enter the input projection as
+a column of ones, and the backward computes the factors of its gradients that do not
+depend on them a span of steps at a time. Its results differ from a row-major,
+whole-width computation (the per-step layers', the kernel before) by float rounding
+only.
+
+Work buffers (the backward's and, once their graph is freed, the forward's) are reused
+from a bounded pool of free NumPy arrays (:mod:`nnkit.backends.rnn_common`).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from nnkit.backends.rnn_common import (
+    RNNCache,
+    _Buffers,
+    _empty,
+    _give_back,
+    _row_blocks,
+    _step_matmul,
+)
+from nnkit.backends.rnn_lstm import lstm_backward, lstm_forward
 
 __all__ = ["MODES", "RNNCache", "rnn_forward", "rnn_backward"]
 
 # gates per mode
 MODES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
-
-# Free NumPy work buffers by (shape, dtype), for the backward's gate gradients (used and
-# given back within one call, so no result ever views them): memory the C allocator
-# hands back to the system costs page faults when it is taken again, a noticeable part
-# of a small LSTM step. Bounded: arrays up to _POOL_ARRAY_BYTES, _POOL_BYTES in all.
-# CuPy keeps its own memory pool.
-_POOL: dict = {}
-_POOL_ARRAY_BYTES = 16 << 20
-_POOL_BYTES = 64 << 20
-_pooled_bytes = [0]
-
-
-def _empty(xp, shape, dt):
-    """An uninitialised array, from the free buffers where one fits."""
-    if xp is np:
-        free = _POOL.get((shape, dt.str))
-        if free:
-            try:
-                a = free.pop()
-            except IndexError:  # another thread took it
-                pass
-            else:
-                _pooled_bytes[0] -= a.nbytes
-                return a
-    return xp.empty(shape, dt)
-
-
-def _give_back(*arrays) -> None:
-    """Keep ``arrays`` (no longer referenced elsewhere) for a later :func:`_empty`."""
-    for a in arrays:
-        if a is None or not isinstance(a, np.ndarray):
-            continue
-        n = a.nbytes
-        if n <= _POOL_ARRAY_BYTES and _pooled_bytes[0] + n <= _POOL_BYTES:
-            _POOL.setdefault((a.shape, a.dtype.str), []).append(a)
-            _pooled_bytes[0] += n
-
-
-class RNNCache:
-    """What the backward needs besides the inputs and the output sequence.
-
-    ``gates``: the gate activations ``(T, B, G)``; ``cells`` and ``tanh_c``: LSTM's cell
-    states and their tanh ``(T, B, H)``; ``rec``: GRU's ``h @ W_hhᵀ + b_hh`` ``(T, B, G)``.
-    """
-
-    __slots__ = ("mode", "reverse", "gates", "cells", "tanh_c", "rec")
 
 
 def _half_rows(xp, w, rows, dt):
@@ -105,61 +82,34 @@ def rnn_forward(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     hidden = w_hh.shape[1]
     gsize = w_ih.shape[0]
     dt = x.dtype
-    h2, h3 = 2 * hidden, 3 * hidden
+    h2 = 2 * hidden
     bias = None if b_ih is None else (b_ih if mode == "gru" else b_ih + b_hh)
-    if mode == "lstm":  # (i, f, o) are sigmoids, g a tanh: halve i, f, o
-        scale = xp.full((gsize,), 0.5, dt)
-        scale[h2:h3] = 1
-        w_ih, w_hh = w_ih * scale[:, None], w_hh * scale[:, None]
-        bias = None if bias is None else bias * scale
-        shift = xp.full((batch, gsize), 0.5, dt)  # full-size: faster than broadcasting
-        shift[:, h2:h3] = 0
-        scale = xp.ascontiguousarray(xp.broadcast_to(scale, (batch, gsize)))
-    elif mode == "gru":  # (r, z) are sigmoids; n reads h @ W_hnᵀ + b_hn unscaled
+    if mode == "lstm":
+        return lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse)
+    if mode == "gru":  # (r, z) are sigmoids; n reads h @ W_hnᵀ + b_hn unscaled
         w_ih, w_hh = _half_rows(xp, w_ih, h2, dt), _half_rows(xp, w_hh, h2, dt)
         bias = None if bias is None else _half_rows(xp, bias, h2, dt)
         b_hh = None if b_hh is None else _half_rows(xp, b_hh, h2, dt)
     # the gates' pre-activations of every step (RNN: its output, computed in place)
-    proj = xp.matmul(x.reshape(steps * batch, x.shape[2]), w_ih.T).reshape(steps, batch, gsize)
+    gru = mode == "gru"
+    shape = (steps, batch, gsize)
+    proj = _empty(xp, shape, dt) if gru else xp.empty(shape, dt)
+    xp.matmul(x.reshape(steps * batch, x.shape[2]), w_ih.T, out=proj.reshape(-1, gsize))
     if bias is not None:
         proj += bias
     order = range(steps - 1, -1, -1) if reverse else range(steps)
     w_hh_t = xp.ascontiguousarray(w_hh.T)  # a transposed operand makes the GEMM slower
-    cache = RNNCache()
-    cache.mode, cache.reverse, cache.gates = mode, reverse, proj
-    cache.cells = cache.tanh_c = cache.rec = None
-    h, c = h0, c0
-    if mode == "lstm":
+    blocks = _row_blocks(xp, batch, hidden, gsize)
+    h = h0
+    if gru:
         out = xp.empty((steps, batch, hidden), dt)
-        cells = cache.cells = xp.empty((steps, batch, hidden), dt)
-        tanh_c = cache.tanh_c = xp.empty((steps, batch, hidden), dt)
-        rec = xp.empty((batch, gsize), dt)
-        ig = xp.empty((batch, hidden), dt)
-        for t in order:
-            z = proj[t]
-            xp.matmul(h, w_hh_t, out=rec)
-            z += rec
-            xp.tanh(z, out=z)
-            z *= scale  # (1 + tanh(z / 2)) / 2 on i, f, o; tanh(z) on g
-            z += shift
-            cn = cells[t]
-            xp.multiply(z[:, hidden:h2], c, out=cn)
-            xp.multiply(z[:, :hidden], z[:, h2:h3], out=ig)
-            cn += ig
-            tc = tanh_c[t]
-            xp.tanh(cn, out=tc)
-            h = out[t]
-            xp.multiply(z[:, h3:], tc, out=h)
-            c = cn
-        return out, h.copy(), c.copy(), cache
-    if mode == "gru":
-        out = xp.empty((steps, batch, hidden), dt)
-        rec_all = cache.rec = xp.empty((steps, batch, gsize), dt)
+        rec_all = _empty(xp, shape, dt)
+        cache = RNNCache(mode, reverse, proj, rec=rec_all, buffers=_Buffers(proj, rec_all))
         tmp = xp.empty((batch, hidden), dt)
         for t in order:
             z = proj[t]
             rec = rec_all[t]
-            xp.matmul(h, w_hh_t, out=rec)
+            _step_matmul(xp, h, w_hh_t, rec, blocks)
             if b_hh is not None:
                 rec += b_hh
             rz = z[:, :h2]
@@ -177,10 +127,11 @@ def rnn_forward(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
             ho += n
             h = ho
         return out, h.copy(), None, cache
+    cache = RNNCache(mode, reverse, proj)
     rec = xp.empty((batch, gsize), dt)
     for t in order:
         z = proj[t]
-        xp.matmul(h, w_hh_t, out=rec)
+        _step_matmul(xp, h, w_hh_t, rec, blocks)
         z += rec
         if mode == "rnn_tanh":
             xp.tanh(z, out=z)
@@ -209,12 +160,14 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
     x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c = _arrays(
         x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c
     )
+    if cache.mode == "lstm":
+        return lstm_backward(xp, cache, x, w_ih, w_hh, g_out, g_h, g_c, needs, has_bias)
     mode, reverse, gates = cache.mode, cache.reverse, cache.gates
     steps, batch, n_in = x.shape
     hidden = w_hh.shape[1]
     gsize = w_ih.shape[0]
     dt = gates.dtype
-    h2, h3 = 2 * hidden, 3 * hidden
+    h2 = 2 * hidden
     order = range(steps) if reverse else range(steps - 1, -1, -1)
     step = 1 if reverse else -1  # the previous step's offset in time
 
@@ -223,43 +176,13 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
         return (0 <= p < steps), p
 
     dz_all = _empty(xp, (steps, batch, gsize), dt)
+    blocks = _row_blocks(xp, batch, gsize, hidden)  # dh = dz @ W_hh
     dh = xp.array(g_h, dtype=dt, copy=True)
     a = xp.empty((batch, hidden), dt)
     b = xp.empty((batch, hidden), dt)
     dc = None
     dhid_all = dz_all
-    if mode == "lstm":
-        dc = xp.array(g_c, dtype=dt, copy=True)
-        cells, tanh_c = cache.cells, cache.tanh_c
-        deriv = xp.empty((batch, gsize), dt)
-        for t in order:
-            dh += g_out[t]
-            z = gates[t]
-            i, f, g, o = z[:, :hidden], z[:, hidden:h2], z[:, h2:h3], z[:, h3:]
-            has_prev, p = prev(t)
-            c_prev = cells[p] if has_prev else c0
-            tc = tanh_c[t]
-            dz = dz_all[t]
-            xp.multiply(tc, tc, out=a)  # dc += dh * o * (1 - tanh(c)²)
-            xp.subtract(1, a, out=a)
-            a *= o
-            a *= dh
-            dc += a
-            # the gradients of i, f, g, o, times their derivatives: s(1 - s) for the
-            # sigmoids (on all four at once, then g's block is 1 - g²)
-            xp.multiply(dc, g, out=dz[:, :hidden])
-            xp.multiply(dc, c_prev, out=dz[:, hidden:h2])
-            xp.multiply(dc, i, out=dz[:, h2:h3])
-            xp.multiply(dh, tc, out=dz[:, h3:])
-            xp.subtract(1, z, out=deriv)
-            deriv *= z
-            dg = deriv[:, h2:h3]
-            xp.multiply(g, g, out=dg)
-            xp.subtract(1, dg, out=dg)
-            dz *= deriv
-            xp.matmul(dz, w_hh, out=dh)
-            dc *= f
-    elif mode == "gru":
+    if mode == "gru":
         dhid_all = _empty(xp, (steps, batch, gsize), dt)
         rec_all = cache.rec
         for t in order:
@@ -286,7 +209,7 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
             b *= a
             xp.multiply(dh, b, out=dhid[:, hidden:h2])
             dh *= u
-            xp.matmul(dhid, w_hh, out=a)
+            _step_matmul(xp, dhid, w_hh, a, blocks)
             dh += a
         dz_all[:, :, :h2] = dhid_all[:, :, :h2]
     else:
@@ -301,7 +224,7 @@ def rnn_backward(cache, x, h0, c0, w_ih, w_hh, out, g_out, g_h, g_c, needs, has_
                 xp.multiply(y, y, out=dz)
                 xp.subtract(1, dz, out=dz)
                 dz *= dh
-            xp.matmul(dz, w_hh, out=dh)
+            _step_matmul(xp, dz, w_hh, dh, blocks)
     n_x, n_h0, n_c0, n_wih, n_whh, n_bih, n_bhh = needs
     flat = dz_all.reshape(steps * batch, gsize)
     dx = xp.matmul(flat, w_ih).reshape(steps, batch, n_in) if n_x else None

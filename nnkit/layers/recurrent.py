@@ -193,7 +193,8 @@ class _RNNBase(Module):
             x = outputs[0] if directions == 1 else cat(outputs, 2)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        return x, [stack(f, 0) for f in finals]
+        # one layer and direction: a view (as stacking one tensor, without the copy)
+        return x, [f[0].unsqueeze(0) if len(f) == 1 else stack(f, 0) for f in finals]
 
     def _mode(self) -> str:
         return self._fused_mode

@@ -187,6 +187,49 @@ def test_sequence_models_bitwise_equal(net):
     assert compiled.num_replays == 27
 
 
+class _WideLSTMNet(nn.Module):
+    """Per-step GEMMs in row blocks of the batch (``rnn_common._row_blocks``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(5, 256, num_layers=2, bidirectional=True)
+        self.fc = nn.Linear(512, 3)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0][-1])
+
+
+def test_wide_lstm_bitwise_equal_and_replays_reuse_its_buffers(monkeypatch):
+    from nnkit.backends import rnn_common, rnn_lstm
+
+    assert rnn_common._row_blocks(np, 16, 256, 256) > 1
+    taken = []
+    empty = rnn_lstm._empty
+
+    def spy(xp, shape, dt):
+        taken.append(bool(rnn_common._POOL.get((shape, dt.str))))
+        return empty(xp, shape, dt)
+
+    monkeypatch.setattr(rnn_lstm, "_empty", spy)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 16, 5)).astype(np.float32)
+    y = rng.integers(0, 3, (2, 16))
+    batches = _batches(8, x, y)
+    models = []
+    for _ in range(2):
+        nnkit.manual_seed(0)
+        models.append(_WideLSTMNet())
+    m1, m2 = models
+    eager = _run(_trainer(m1, SGD(m1.parameters(), lr=0.05)), batches)
+    taken.clear()
+    compiled = nnkit.compile(_trainer(m2, SGD(m2.parameters(), lr=0.05)))
+    assert eager == _run(compiled, batches)
+    _assert_same(m1, m2)
+    assert compiled.num_replays == 5
+    per_step = len(taken) // 8
+    assert all(taken[-2 * per_step :])  # the last replays found every buffer free
+
+
 def test_keras_style_optimizer_runs_live_at_replay():
     x, y = _data(4)
     batches = _batches(20, x, y)

@@ -234,3 +234,108 @@ def test_reused_work_buffers_do_not_leak_between_graphs(name):
         out = layer(x)[0]
         (out * out).sum().backward()
         np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_row_blocked_gemms_match_the_per_step_layer(name):
+    """A batch and hidden size whose per-step GEMMs run in row blocks of the batch
+    (``rnn_common._row_blocks``), over more steps than one span of LSTM's backward
+    factors (and not a multiple of it): values and gradients as the per-step layer's."""
+    from nnkit.backends import rnn_common, rnn_lstm
+
+    gates = {"LSTM": 1, "GRU": 3, "RNN": 1}[name]  # LSTM: one GEMM per gate
+    assert rnn_common._row_blocks(np, 64, 128, gates * 128) > 1
+    assert rnn_common._row_blocks(np, 64, gates * 128, 128) > 1 and rnn_lstm._SPAN < 11
+    layer = getattr(nn, name)(3, 128, bidirectional=True).double()
+    x = nnkit.randn(11, 64, 3, dtype=nnkit.float64, requires_grad=True)
+    results = []
+    for fused in (True, False):
+        layer.fused = fused
+        layer.zero_grad()
+        x.grad = None
+        out, hidden = layer(x)
+        finals = hidden if isinstance(hidden, tuple) else (hidden,)
+        (out.sin().sum() + sum((f * f).sum() for f in finals)).backward()
+        grads = [p.grad.numpy().copy() for p in layer.parameters()]
+        results.append([out.detach().numpy(), finals[0].detach().numpy(), x.grad.numpy()])
+        results[-1] += grads
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("small_gemm", [0, 160, 10**9], ids=["large", "blocked", "small"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+def test_lstm_projection_paths_match_the_per_step_layer(monkeypatch, small_gemm, bias):
+    """The input projection as one GEMM for all steps (GEMMs too large for the small-
+    matrix kernel), one per step in row blocks, or one per step whole."""
+    from nnkit.backends import rnn_common
+
+    monkeypatch.setattr(rnn_common, "_SMALL_GEMM", small_gemm)
+    want = {0: None, 160: 2, 10**9: 1}[small_gemm]
+    assert rnn_common._small_blocks(np, 16, 3 + bias, 5) == want
+    layer = nn.LSTM(3, 5, bias=bias, bidirectional=True).double()
+    x = nnkit.randn(10, 16, 3, dtype=nnkit.float64, requires_grad=True)
+    results = []
+    for fused in (True, False):
+        layer.fused = fused
+        layer.zero_grad()
+        x.grad = None
+        out, (h, c) = layer(x)
+        (out.sin().sum() + (h * c).sum()).backward()
+        grads = [p.grad.numpy().copy() for p in layer.parameters()]
+        results.append([out.detach().numpy(), h.detach().numpy(), x.grad.numpy(), *grads])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_lstm_work_buffers_go_back_once_the_graph_is_freed(monkeypatch):
+    """The forward's work buffers stay the graph's while it can run backward (twice
+    with retain_graph) and serve a later forward once it is freed."""
+    from nnkit.autograd.ops import rnn_fused
+
+    made = []  # each forward's gate buffer (holding the cache would keep it alive)
+    forward = rnn_fused.rnn_forward
+
+    def spy(*args, **kwargs):
+        res = forward(*args, **kwargs)
+        made.append(res[3].gates)
+        return res
+
+    monkeypatch.setattr(rnn_fused, "rnn_forward", spy)
+    lstm = nn.LSTM(3, 4).double()
+    x = nnkit.randn(5, 2, 3, dtype=nnkit.float64, requires_grad=True)
+    out = lstm(x)[0]
+    gates = made[-1]
+    other = lstm(x)[0]  # a second graph alive: its own buffers
+    assert made[-1] is not gates
+    (out * out).sum().backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    lstm(x)  # retained: not reused
+    assert made[-1] is not gates
+    x.grad = None
+    (out * out).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), first)
+    del out
+    lstm(x)  # freed: reused
+    assert made[-1] is gates
+    del other
+
+
+def test_buffers_follow_the_cache_that_holds_them_last():
+    """A replay refills the recorded cache with the new call's arrays: the buffers it
+    held go back then, the new call's stay with it (not given back when the new,
+    emptied cache dies)."""
+    from nnkit.backends import rnn_common as K
+
+    a, b = np.empty((3, 7, 11)), np.empty((3, 7, 11))
+    free = K._POOL.setdefault(((3, 7, 11), a.dtype.str), [])
+    recorded = K.RNNCache("lstm", False, a, buffers=K._Buffers(a))
+    new = K.RNNCache("lstm", False, b, buffers=K._Buffers(b))
+    for k in K.RNNCache.__slots__:  # as replay.refill does
+        setattr(recorded, k, getattr(new, k))
+    assert any(x is a for x in free) and not any(x is b for x in free)
+    del new
+    assert not any(x is b for x in free)
+    del recorded
+    assert any(x is b for x in free)
+    K._POOL.pop(((3, 7, 11), a.dtype.str))

@@ -1,0 +1,153 @@
+"""What the fused recurrent kernels (:mod:`nnkit.backends.rnn_kernels`,
+:mod:`nnkit.backends.rnn_lstm`) share: a bounded pool of free NumPy work buffers, the
+:class:`RNNCache` a forward hands to its backward (which owns buffers from the pool),
+and the splitting of per-step GEMMs into row blocks of the batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["RNNCache"]
+
+# Free NumPy work buffers by (shape, dtype): the backward's (used and given back within
+# one call) and the forward's that an RNNCache owns (given back when it dies or hands
+# them on, see RNNCache); no result ever views them. Memory the C allocator hands back
+# to the system costs page faults when it is taken again, a noticeable part of a small
+# LSTM step. Bounded: arrays up to _POOL_ARRAY_BYTES, _POOL_BYTES in all. CuPy keeps
+# its own memory pool.
+_POOL: dict = {}
+_POOL_ARRAY_BYTES = 16 << 20
+_POOL_BYTES = 64 << 20
+_pooled_bytes = [0]
+
+
+def _empty(xp, shape, dt):
+    """An uninitialised array, from the free buffers where one fits."""
+    if xp is np:
+        free = _POOL.get((shape, dt.str))
+        if free:
+            try:
+                a = free.pop()
+            except IndexError:  # another thread took it
+                pass
+            else:
+                _pooled_bytes[0] -= a.nbytes
+                return a
+    return xp.empty(shape, dt)
+
+
+def _give_back(*arrays) -> None:
+    """Keep ``arrays`` (no longer referenced elsewhere) for a later :func:`_empty`."""
+    for a in arrays:
+        if a is None or not isinstance(a, np.ndarray):
+            continue
+        n = a.nbytes
+        if n <= _POOL_ARRAY_BYTES and _pooled_bytes[0] + n <= _POOL_BYTES:
+            _POOL.setdefault((a.shape, a.dtype.str), []).append(a)
+            _pooled_bytes[0] += n
+
+
+class _Buffers:
+    """Work arrays taken from the free buffers that one :class:`RNNCache` owns."""
+
+    __slots__ = ("arrays", "owner")
+
+    def __init__(self, *arrays) -> None:
+        self.arrays, self.owner = arrays, None
+
+
+class RNNCache:
+    """What the backward needs besides the inputs and the output sequence.
+
+    ``gates``: the gate activations (LSTM ``(T, 4, B, H)``, see
+    :func:`~nnkit.backends.rnn_lstm.lstm_forward`; GRU ``(T, B, 3H)``); ``cells`` and
+    ``tanh_c``: LSTM's cell states ``(T + 1, B, H)`` and their tanh ``(T, B, H)``;
+    ``states``: LSTM's hidden states ``(T + 1, B, H)`` (the output sequence views
+    them); ``x_in``: LSTM's inputs with a column of ones ``(T·B, I + 1)``; ``rec``:
+    GRU's ``h @ W_hhᵀ + b_hh`` ``(T, B, G)``.
+
+    The arrays listed in ``buffers`` came from the free buffers and go back there when
+    the cache dies (after the backward, which reads them, once the graph is freed) or
+    when another cache's replace them (a replay of ``nnkit.compile`` refills the
+    recorded cache with the new call's arrays, ``buffers`` last): the cache that holds
+    a ``_Buffers`` last owns it. No result of the kernels views them.
+    """
+
+    __slots__ = (
+        "mode", "reverse", "gates", "cells", "tanh_c", "rec", "states", "x_in", "buffers",
+    )  # fmt: skip
+
+    def __init__(self, mode, reverse, gates, cells=None, tanh_c=None, rec=None, states=None,
+                 x_in=None, buffers=None) -> None:  # fmt: skip
+        self.mode, self.reverse, self.gates, self.cells = mode, reverse, gates, cells
+        self.tanh_c, self.rec, self.states, self.x_in = tanh_c, rec, states, x_in
+        self.buffers = buffers
+
+    def __setattr__(self, name, value) -> None:
+        if name != "buffers":
+            object.__setattr__(self, name, value)
+            return
+        old = getattr(self, "buffers", None)
+        if value is not None:
+            value.owner = id(self)
+        object.__setattr__(self, name, value)
+        if old is not None and old is not value:
+            self._release(old)
+
+    def _release(self, buffers, give_back=None) -> None:
+        if buffers.owner == id(self):
+            arrays, buffers.arrays, buffers.owner = buffers.arrays, (), None
+            (give_back or _give_back)(*arrays)
+
+    def __del__(self, _give_back=_give_back) -> None:
+        buffers = getattr(self, "buffers", None)
+        if buffers is not None:
+            try:
+                self._release(buffers, _give_back)
+            except Exception:  # interpreter shutdown: the pool may be gone already
+                pass
+
+
+# Multiply-adds up to which OpenBLAS runs a GEMM with its small-matrix kernel, which
+# reads the operands in place: a larger per-step GEMM packs the weights at every call,
+# so it is cut into row blocks of the batch that stay under this (for batch 64, hidden
+# 128: about 20 % faster for LSTM's and GRU's, 15 % for RNN's; blocks of fewer than 8
+# rows would be slower).
+_SMALL_GEMM = 1_000_000
+
+
+def _small_blocks(xp, batch, k, n):
+    """How many row blocks of the batch bring a GEMM ``(batch, k) @ (k, n)`` under
+    :data:`_SMALL_GEMM` (1: it is already), or None where no blocks of 8 rows or more
+    dividing the batch do (or the arrays are not NumPy's)."""
+    if xp is not np:
+        return None
+    if batch * k * n <= _SMALL_GEMM:
+        return 1
+    for blocks in range(2, batch // 8 + 1):
+        if batch % blocks == 0 and (batch // blocks) * k * n <= _SMALL_GEMM:
+            return blocks
+    return None
+
+
+def _row_blocks(xp, batch, k, n):
+    """How a per-step GEMM ``(batch, k) @ (k, n)`` splits the batch: 1 for one GEMM,
+    else a block count dividing ``batch`` (see :func:`_small_blocks`)."""
+    return _small_blocks(xp, batch, k, n) or 1
+
+
+def _split_rows(a, blocks, axis):
+    """``a`` with its batch axis ``axis`` split into ``blocks`` row blocks (a view of
+    ``a``, or of a copy where its strides do not allow one), for GEMMs that broadcast
+    over the blocks (see :func:`_row_blocks`)."""
+    s = a.shape
+    return a.reshape(s[:axis] + (blocks, s[axis] // blocks) + s[axis + 1 :])
+
+
+def _step_matmul(xp, a, w, out, blocks):
+    """``out = a @ w`` (``(B, K) @ (K, N)``, ``out`` contiguous) in ``blocks`` row blocks."""
+    if blocks == 1:
+        xp.matmul(a, w, out=out)
+    else:
+        xp.matmul(_split_rows(a, blocks, 0), w, out=_split_rows(out, blocks, 0))
