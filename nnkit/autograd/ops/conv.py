@@ -33,6 +33,7 @@ class ConvGeometry(NamedTuple):
     pads: tuple  # (lo, hi) per spatial dimension
     groups: int
     out: tuple
+    winograd: bool = False  # computed by Winograd F(4x4, 3x3) (see use_winograd)
 
     def im2col(self, x):
         return x.conv_im2col(self.kernel, self.stride, self.dilation, self.pads, self.groups)
@@ -76,26 +77,60 @@ def _from_rows(rows, n, out):
     return r.transpose((0, r.ndim - 1) + tuple(range(1, r.ndim - 1)))
 
 
+class _Saved:
+    """What a convolution's forward keeps for its backward: the input's columns (the
+    im2col columns, or the Winograd transform ``V``), the kernel's Winograd transform
+    ``u``, and ``dm``, the pair (output gradient, its Winograd transform) that the
+    input gradient computes and the weight gradient then reuses."""
+
+    __slots__ = ("cols", "u", "dm")
+
+    def __init__(self):
+        self.cols = self.u = self.dm = None
+
+
+def _grad_transform(gy, saved):
+    """``dM = A dY Aᵀ`` of the output gradient ``gy``, made once per backward."""
+    if saved is not None and saved.dm is not None and saved.dm[0] is gy:
+        return saved.dm[1]
+    dm = gy.wino_output_adjoint()
+    if saved is not None:
+        saved.dm = (gy, dm)
+    return dm
+
+
 class ConvNd(Op):
     @staticmethod
     def forward(ctx, x, w, b, geom):
+        ctx.geom = geom
+        ctx.save_for_backward(x, w)
+        saved = ctx.saved = _Saved()
+        keep = ctx.needs_input_grad[1:2] == (True,)  # the columns serve the weight gradient
+        if geom.winograd:
+            v = x.wino_input(geom.pads)
+            u = w.wino_weight()
+            if ctx.needs_input_grad[0:1] == (True,):
+                saved.u = u
+            if keep:
+                saved.cols = v
+            return v.matmul(u).wino_output(x.shape[0], geom.out, b)
         cols = geom.im2col(x)
         rows = _bmm(cols, _w_cols(w, geom.groups))  # (G, N * P, O/G)
         if b is not None:
             rows.iadd(b.reshape((geom.groups, 1, -1)))
-        ctx.geom = geom
-        if ctx.needs_input_grad[1:2] == (True,):
-            ctx.cols = cols  # reused by the weight gradient: no second im2col
-        ctx.save_for_backward(x, w)
+        if keep:
+            saved.cols = cols  # reused by the weight gradient: no second im2col
         return _from_rows(rows, x.shape[0], geom.out)
 
     @staticmethod
     def backward(ctx, grad_output):
         x, w = ctx.saved_tensors
-        n, geom = ctx.needs_input_grad, ctx.geom
-        gx = ConvInputGrad.apply(grad_output, w, geom) if n[0] else None
-        gw = ConvWeightGrad.apply(x, grad_output, geom, ctx.__dict__.get("cols")) if n[1] else None
+        n, geom, saved = ctx.needs_input_grad, ctx.geom, ctx.__dict__.get("saved")
+        gx = ConvInputGrad.apply(grad_output, w, geom, saved) if n[0] else None
+        gw = ConvWeightGrad.apply(x, grad_output, geom, saved) if n[1] else None
         gb = grad_output.sum((0,) + tuple(range(2, grad_output.ndim))) if n[2] else None
+        if saved is not None:
+            saved.dm = None  # (a second backward brings another gradient)
         return gx, gw, gb, None
 
 
@@ -103,9 +138,13 @@ class ConvInputGrad(Op):
     """``conv_transpose(gy, w)``: the gradient of a convolution wrt its input."""
 
     @staticmethod
-    def forward(ctx, gy, w, geom):
+    def forward(ctx, gy, w, geom, saved=None):
         ctx.geom = geom
         ctx.save_for_backward(gy, w)
+        if geom.winograd:
+            u = saved.u if saved is not None and saved.u is not None else w.wino_weight()
+            dv = _grad_transform(gy, saved).matmul(u, tb=True)  # (36, T, C)
+            return dv.wino_input_adjoint(geom.in_shape, geom.pads)
         cols = _bmm(_rows(gy, geom.groups), _w_cols(w, geom.groups).transpose((0, 2, 1)))
         return cols.conv_col2im(
             geom.in_shape, geom.out, geom.kernel, geom.stride, geom.dilation, geom.pads, geom.groups
@@ -116,17 +155,21 @@ class ConvInputGrad(Op):
         gy, w = ctx.saved_tensors
         n, geom = ctx.needs_input_grad, ctx.geom
         ggy = ConvNd.apply(grad_output, w, None, geom) if n[0] else None
-        gw = ConvWeightGrad.apply(grad_output, gy, geom, None) if n[1] else None
-        return ggy, gw, None
+        gw = ConvWeightGrad.apply(grad_output, gy, geom) if n[1] else None
+        return ggy, gw, None, None
 
 
 class ConvWeightGrad(Op):
     """``corr(x, gy)``: the gradient of a convolution wrt its weight."""
 
     @staticmethod
-    def forward(ctx, x, gy, geom, cols):
+    def forward(ctx, x, gy, geom, saved=None):
         ctx.geom = geom
         ctx.save_for_backward(x, gy)
+        cols = None if saved is None else saved.cols
+        if geom.winograd:
+            v = x.wino_input(geom.pads) if cols is None else cols
+            return v.matmul(_grad_transform(gy, saved), ta=True).wino_weight_adjoint()
         cols = geom.im2col(x) if cols is None else cols
         gw = _bmm(cols.transpose((0, 2, 1)), _rows(gy, geom.groups))  # (G, K * Cg, Og)
         return _w_from_cols(gw, geom, gy.shape[1], x.shape[1] // geom.groups)
@@ -138,6 +181,29 @@ class ConvWeightGrad(Op):
         gx = ConvInputGrad.apply(gy, grad_output, geom) if n[0] else None
         ggy = ConvNd.apply(x, grad_output, None, geom) if n[1] else None
         return gx, ggy, None, None
+
+
+# ------------------------------------------------------------------ algorithm
+#: Set to False to compute every convolution as im2col + GEMM (tests compare the two).
+WINOGRAD = True
+#: The fewest input and output channels for which Winograd beats im2col + GEMM (below,
+#: the transforms' passes over the data cost more than the multiplications they save).
+WINOGRAD_MIN_CHANNELS = 16
+
+
+def use_winograd(in_shape, kernel, stride, dilation, groups, out_channels, dtype) -> bool:
+    """Whether a convolution is computed by Winograd F(4x4, 3x3): 2-d, a 3x3 kernel,
+    stride and dilation 1, one group, float32 or float64, at least
+    :data:`WINOGRAD_MIN_CHANNELS` input and output channels (and :data:`WINOGRAD` on)."""
+    return (
+        WINOGRAD
+        and kernel == (3, 3)
+        and stride == (1, 1)
+        and dilation == (1, 1)
+        and groups == 1
+        and min(in_shape[1], out_channels) >= WINOGRAD_MIN_CHANNELS
+        and str(dtype) in ("float32", "float64")
+    )
 
 
 # ------------------------------------------------------------------ arguments
@@ -224,7 +290,8 @@ def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op, sh
             f"{op}: the (padded) input {shown} is smaller than the "
             f"(dilated) kernel {kernel}; output size would be {out}"
         )
-    return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out)
+    wino = use_winograd(tuple(input.shape), kernel, stride, dilation, groups, o, input.dtype)
+    return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out, wino)
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
