@@ -112,142 +112,52 @@ def _scratch(xp, slot, shape, dtype):
     return buf[:size].view(dtype).reshape(shape)
 
 
-def _pad_into(dest, src, top, left):
-    """``dest`` (N, H', W', C) = ``src`` (N, H, W, C) at (top, left), zeros around it."""
-    h, w = src.shape[1:3]
-    dest[:, :top] = 0
-    dest[:, top + h :] = 0
-    dest[:, top : top + h, :left] = 0
-    dest[:, top : top + h, left + w :] = 0
-    dest[:, top : top + h, left : left + w] = src
-    return dest
-
-
 def _tiles(in_shape, pads):
     """Tiles per spatial dimension of a convolution of ``in_shape`` padded by ``pads``."""
     return tiles(tuple(s + lo + hi - 2 for s, (lo, hi) in zip(in_shape[2:], pads)))
 
 
-def _take(a, axis, start, count, step=TILE):
-    """``count`` elements of ``a`` along ``axis`` from ``start`` every ``step``."""
-    idx = [slice(None)] * a.ndim
-    idx[axis] = slice(start, start + step * (count - 1) + 1, step)
-    return a[tuple(idx)]
+def _windows(xp, a, axis, count):
+    """Overlapping windows along ``axis`` of a contiguous ``a``: ``count`` windows of
+    6, one every 4 (axis ``axis`` becomes ``(count, 6)``; a view)."""
+    st = a.strides
+    shape = a.shape[:axis] + (count, _A) + a.shape[axis + 1 :]
+    strides = st[:axis] + (TILE * st[axis], st[axis]) + st[axis + 1 :]
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
 
 
-# -------------------------------------------------------- 1-d transforms
-# Each applies a 6-point (or 4-point) matrix along one axis: ``d`` is the list of the
-# transform's input arrays (strided views), ``o`` the list of output arrays it writes
-# (views, written with ``out=``), ``t`` scratch arrays of the outputs' shape.
+def _overlap_add(xp, mat, src, dest, axis, count, tmp):
+    """``dest`` (``4 count + 4`` positions along ``axis``, of which the last 2 are
+    spare) = the windows' ``mat @ src`` summed where they overlap: window ``k``'s rows
+    0-3 land at ``4 k + j``, rows 4-5 add to the next window's first two positions."""
+    head = dest[(slice(None),) * axis + (slice(0, TILE * count),)]
+    head = head.reshape(dest.shape[:axis] + (count, TILE) + dest.shape[axis + 1 :])
+    xp.matmul(mat[:TILE], src, out=head)
+    dest[(slice(None),) * axis + (slice(TILE * count, None),)] = 0
+    tail = dest[(slice(None),) * axis + (slice(TILE, None),)]
+    tail = tail.reshape(dest.shape[:axis] + (count, TILE) + dest.shape[axis + 1 :])
+    xp.matmul(mat[TILE:], src, out=tmp)
+    tail[(slice(None),) * (axis + 1) + (slice(0, 2),)] += tmp
 
 
-def _bt(xp, d, o, t):
-    """``o[i] = sum_j BT[i, j] d[j]`` (17 passes instead of 28 for the plain sums)."""
-    add, sub, mul = xp.add, xp.subtract, xp.multiply
-    t1, t2 = t[0], t[1]
-    mul(d[2], -4, out=t1)
-    t1 += d[4]  # d4 - 4 d2
-    mul(d[1], -4, out=t2)
-    t2 += d[3]  # d3 - 4 d1
-    add(t1, t2, out=o[1])
-    sub(t1, t2, out=o[2])
-    sub(d[4], d[2], out=t1)
-    sub(d[3], d[1], out=t2)
-    t2 *= 2  # 2 (d3 - d1)
-    add(t1, t2, out=o[3])
-    sub(t1, t2, out=o[4])
-    sub(d[0], d[2], out=o[0])
-    o[0] *= 4
-    o[0] += t1  # 4 (d0 - d2) + (d4 - d2)
-    sub(d[5], d[3], out=o[5])
-    o[5] -= t2
-    o[5] -= t2  # (d5 - d3) - 4 (d3 - d1)
+def _pieces(size):
+    """``(offset, count)`` for each position in a tile: how many of the ``size``
+    pixels along a dimension sit at that offset ``j`` (pixels ``j, j + 4, ...``)."""
+    return [(j, len(range(j, size, TILE))) for j in range(TILE)]
 
 
-def _at(xp, d, o, t):
-    """``o[i] = sum_j AT[i, j] d[j]`` (6 inputs, 4 outputs)."""
-    add, sub, mul = xp.add, xp.subtract, xp.multiply
-    s12, d12, s34, d34 = t[0], t[1], t[2], t[3]
-    add(d[1], d[2], out=s12)
-    sub(d[1], d[2], out=d12)
-    add(d[3], d[4], out=s34)
-    sub(d[3], d[4], out=d34)
-    add(d[0], s12, out=o[0])
-    o[0] += s34
-    mul(d34, 2, out=o[1])
-    o[1] += d12
-    mul(s34, 4, out=o[2])
-    o[2] += s12
-    mul(d34, 8, out=o[3])
-    o[3] += d12
-    o[3] += d[5]
+_MATS: dict = {}
 
 
-def _a(xp, g, o, t):
-    """``o[j] = sum_i AT[i, j] g[i]`` (``A`` = ``ATᵀ``: 4 inputs, 6 outputs)."""
-    add, sub, mul = xp.add, xp.subtract, xp.multiply
-    t1, t2 = t[0], t[1]
-    add(g[0], g[2], out=t1)
-    add(g[1], g[3], out=t2)
-    add(t1, t2, out=o[1])
-    sub(t1, t2, out=o[2])
-    mul(g[2], 4, out=t1)
-    t1 += g[0]  # g0 + 4 g2
-    mul(g[3], 4, out=t2)
-    t2 += g[1]
-    t2 *= 2  # 2 g1 + 8 g3
-    add(t1, t2, out=o[3])
-    sub(t1, t2, out=o[4])
-    xp.copyto(o[0], g[0])
-    xp.copyto(o[5], g[3])
-
-
-def _b_scatter(xp, v, dest, axis, n, t):
-    """``dest`` (along ``axis``: ``4 n + 2`` positions) = the tiles' ``B v`` summed
-    where they overlap: tile ``k``'s column ``j = sum_i BT[i, j] v[i]`` lands at
-    ``4 k + j``, so columns 4 and 5 of tile ``k`` add to columns 0 and 1 of tile ``k+1``."""
-    add, sub, mul = xp.add, xp.subtract, xp.multiply
-    t1, t2, t3 = t[0], t[1], t[2]
-
-    def at(j, count=n):
-        return _take(dest, axis, j, count)
-
-    def rest(a, lo, hi):  # tiles lo:hi of a tile-indexed array
-        idx = [slice(None)] * a.ndim
-        idx[axis] = slice(lo, hi)
-        return a[tuple(idx)]
-
-    sub(v[1], v[2], out=t1)  # q
-    sub(v[3], v[4], out=t2)
-    t2 *= 2  # 2 r
-    mul(v[5], 4, out=t3)
-    # column 1: -4 q - 2 r + 4 v5, column 3: q + 2 r - 5 v5
-    c1 = at(1)
-    sub(t3, t2, out=c1)
-    c3 = at(3)
-    add(t1, t2, out=c3)
-    c3 -= t3
-    c3 -= v[5]
-    t1 *= 4
-    c1 -= t1
-    # column 4: v0 + P + S (into the next tile's column 0), column 2: -5 v0 - 4 P - S
-    add(v[1], v[2], out=t1)  # P
-    add(v[3], v[4], out=t2)  # S
-    c2 = at(2)
-    mul(t1, -4, out=c2)
-    c2 -= t2
-    mul(v[0], 5, out=t3)
-    c2 -= t3
-    t1 += t2
-    t1 += v[0]  # column 4
-    mul(v[0], 4, out=at(0))  # column 0
-    xp.copyto(_take(dest, axis, 4 * n, 1), rest(t1, n - 1, n))
-    xp.copyto(_take(dest, axis, 4 * n + 1, 1), rest(v[5], n - 1, n))
-    if n > 1:
-        c0 = at(4, n - 1)
-        c0 += rest(t1, 0, n - 1)
-        c5 = at(5, n - 1)
-        c5 += rest(v[5], 0, n - 1)
+def _mats(xp, like):
+    """``(BT, B, AT, A, G)`` as arrays of ``like``'s dtype on its device (cached)."""
+    key = (xp.__name__, like.dtype.str, str(getattr(like, "device", "")))
+    m = _MATS.get(key)
+    if m is None:
+        m = _MATS[key] = tuple(
+            xp.asarray(np.ascontiguousarray(a), dtype=like.dtype) for a in (BT, BT.T, AT, AT.T, G)
+        )
+    return m
 
 
 class WinogradKernelsMixin:
@@ -256,7 +166,7 @@ class WinogradKernelsMixin:
     __slots__ = ()
 
     def wino_input(self, pads):
-        """This ``(N, C, H, W)`` input as ``V = Bᵀ d B`` per tile: ``(36, N * th * tw, C)``.
+        """This ``(N, C, H, W)`` input as ``V = Bᵀ d B`` per tile: ``(36, T, C)``.
 
         ``pads`` are the convolution's ``((top, bottom), (left, right))``; the input is
         zero-padded further at the bottom/right to whole tiles, ``4 * th + 2`` rows.
@@ -265,19 +175,20 @@ class WinogradKernelsMixin:
         x = self.array
         n, c, h, w = x.shape
         th, tw = _tiles(x.shape, pads)
-        hp, wp = 4 * th + 2, 4 * tw + 2
-        (top, _), (left, _) = pads
-        v = x.transpose(0, 2, 3, 1)
-        if (top, left, hp, wp) != (0, 0, h, w):  # 4 th + 2 >= top + h: the input fits
-            v = _pad_into(_scratch(xp, 0, (n, hp, wp, c), x.dtype), v, top, left)
-        s = _scratch(xp, 1, (_A, n, th, wp, c), x.dtype)
-        t = _scratch(xp, 2, (2, n, th, wp, c), x.dtype)
-        _bt(xp, [_take(v, 1, j, th) for j in range(_A)], s, t)
-        res = xp.empty((_A, _A, n, th, tw, c), dtype=x.dtype)
-        t = t[:, :, :, :tw]
-        for i in range(_A):
-            _bt(xp, [_take(s[i], 2, j, tw) for j in range(_A)], res[i], t)
-        return self._new(res.reshape(_A * _A, n * th * tw, c))
+        hp, wp = TILE * th + 2, TILE * tw + 2
+        (top, _), (left, _) = pads  # 4 th + 2 >= top + h: the input fits
+        bt = _mats(xp, x)[0]
+        p = _scratch(xp, 0, (hp, wp, n, c), x.dtype)  # (H, W, N, C): rows are contiguous
+        p[:top] = 0
+        p[top + h :] = 0
+        p[top : top + h, :left] = 0
+        p[top : top + h, left + w :] = 0
+        p[top : top + h, left : left + w] = x.transpose(2, 3, 0, 1)
+        s = _scratch(xp, 1, (th, _A, wp, n * c), x.dtype)
+        xp.matmul(bt, _windows(xp, p.reshape(hp, wp * n * c), 0, th), out=s.reshape(th, _A, -1))
+        res = xp.empty((_A, _A, th, tw, n * c), dtype=x.dtype)
+        xp.matmul(bt, _windows(xp, s, 2, tw), out=res.transpose(2, 0, 3, 1, 4))
+        return self._new(res.reshape(_A * _A, th * tw * n, c))
 
     def wino_input_adjoint(self, in_shape, pads):
         """Adjoint of :meth:`wino_input`: this ``dV`` ``(36, T, C)`` as the gradient of
@@ -285,23 +196,26 @@ class WinogradKernelsMixin:
         xp = self.xp
         n, c, h, w = in_shape
         th, tw = _tiles(in_shape, pads)
-        hp, wp = 4 * th + 2, 4 * tw + 2
-        dv = self.array.reshape(_A, _A, n, th, tw, c)
-        q = _scratch(xp, 1, (_A, n, th, wp, c), dv.dtype)
-        t = _scratch(xp, 2, (3, n, th, tw, c), dv.dtype)
-        for i in range(_A):
-            _b_scatter(xp, dv[i], q[i], 2, tw, t)
-        res = xp.empty((n, hp, wp, c), dtype=dv.dtype)
-        t = _scratch(xp, 2, (3, n, th, wp, c), dv.dtype)
-        _b_scatter(xp, q, res, 1, th, t)
+        dv = self.array.reshape(_A, _A, th, tw, n * c)
+        b = _mats(xp, dv)[1]
+        wq = TILE * tw + 4
+        q = _scratch(xp, 0, (th, _A, wq, n * c), dv.dtype)
+        tmp = _scratch(xp, 2, (th, _A, tw, 2, n * c), dv.dtype)
+        _overlap_add(xp, b, dv.transpose(2, 0, 3, 1, 4), q, 2, tw, tmp)
+        d = _scratch(xp, 1, (TILE * th + 4, wq * n * c), dv.dtype)
+        tmp = _scratch(xp, 2, (th, 2, wq * n * c), dv.dtype)
+        _overlap_add(xp, b, q.reshape(th, _A, -1), d, 0, th, tmp)
         (top, _), (left, _) = pads  # the tiles cover the padded input (4 th + 2 >= top + h)
-        return self._new(res[:, top : top + h, left : left + w].transpose(0, 3, 1, 2))
+        d = d.reshape(TILE * th + 4, wq, n, c)[top : top + h, left : left + w]
+        res = xp.empty((n, h, w, c), dtype=dv.dtype)
+        res[...] = d.transpose(2, 0, 1, 3)
+        return self._new(res.transpose(0, 3, 1, 2))
 
     def wino_weight(self):
         """This ``(O, C, 3, 3)`` kernel as ``U = G g Gᵀ``: ``(36, C, O)``."""
         xp = self.xp
         w = self.array
-        g = xp.asarray(G, dtype=w.dtype)
+        g = _mats(xp, w)[4]
         o, c = w.shape[:2]
         u = xp.tensordot(g, w, axes=(1, 2))  # (6 i, O, C, 3 q)
         u = xp.tensordot(u, g, axes=(3, 1))  # (6 i, O, C, 6 k)
@@ -311,7 +225,7 @@ class WinogradKernelsMixin:
         """Adjoint of :meth:`wino_weight`: this ``dU`` ``(36, C, O)`` as ``(O, C, 3, 3)``."""
         xp = self.xp
         du = self.array
-        g = xp.asarray(G, dtype=du.dtype)
+        g = _mats(xp, du)[4]
         du = du.reshape((_A, _A) + du.shape[1:])  # (6 i, 6 k, C, O)
         r = xp.tensordot(g, du, axes=(0, 0))  # (3 p, 6 k, C, O)
         r = xp.tensordot(r, g, axes=(1, 0))  # (3 p, C, O, 3 q)
@@ -319,24 +233,26 @@ class WinogradKernelsMixin:
 
     def wino_output(self, n, out, bias=None):
         """``Y = Aᵀ M A`` per tile for this ``M`` ``(36, T, O)``: the ``(N, O, *out)``
-        output (a view of the whole tiles, cropped), plus ``bias`` ``(O,)`` if given."""
+        output, plus ``bias`` ``(O,)`` if given."""
         xp = self.xp
         m = self.array
         th, tw = tiles(out)
         o = m.shape[-1]
-        m = m.reshape(_A, _A, n, th, tw, o)
-        r = _scratch(xp, 1, (TILE, _A, n, th, tw, o), m.dtype)
-        t = _scratch(xp, 2, (4, n, th, tw, o), m.dtype)
-        for k in range(_A):
-            _at(xp, [m[i, k] for i in range(_A)], [r[a, k] for a in range(TILE)], t)
-        if bias is not None:
-            # Aᵀ's column 1 is all ones: a constant added to every R[a, 1] (the stage's
-            # results for kernel column 1) reaches every output of the tile once
-            r[:, 1] += bias.array
-        y = xp.empty((n, TILE * th, TILE * tw, o), dtype=m.dtype)
-        for a in range(TILE):
-            _at(xp, list(r[a]), [y[:, a::TILE, b::TILE] for b in range(TILE)], t)
-        return self._new(y[:, : out[0], : out[1]].transpose(0, 3, 1, 2))
+        at = _mats(xp, m)[2]
+        r = _scratch(xp, 1, (TILE, _A, th * tw * n * o), m.dtype)
+        xp.matmul(at, m.reshape(_A, -1), out=r.reshape(TILE, -1))
+        y = _scratch(xp, 2, (TILE, TILE, th, tw, n, o), m.dtype)
+        xp.matmul(at, r, out=y.reshape(TILE, TILE, -1))
+        res = xp.empty((n,) + tuple(out) + (o,), dtype=m.dtype)
+        for a, ra in _pieces(out[0]):
+            for b, rb in _pieces(out[1]):
+                src = y[a, b, :ra, :rb].transpose(2, 0, 1, 3)
+                dest = res[:, a::TILE, b::TILE]
+                if bias is None:
+                    dest[...] = src
+                else:
+                    xp.add(src, bias.array, out=dest)
+        return self._new(res.transpose(0, 3, 1, 2))
 
     def wino_output_adjoint(self):
         """Adjoint of :meth:`wino_output`: this output gradient ``(N, O, oh, ow)`` as
@@ -345,14 +261,17 @@ class WinogradKernelsMixin:
         gy = self.array
         n, o, oh, ow = gy.shape
         th, tw = tiles((oh, ow))
+        a6 = _mats(xp, gy)[3]
         g = gy.transpose(0, 2, 3, 1)
-        if (oh, ow) != (TILE * th, TILE * tw):
-            g = _pad_into(_scratch(xp, 0, (n, TILE * th, TILE * tw, o), gy.dtype), g, 0, 0)
-        r = _scratch(xp, 1, (_A, n, th, TILE * tw, o), gy.dtype)
-        t = _scratch(xp, 2, (2, n, th, TILE * tw, o), gy.dtype)
-        _a(xp, [g[:, a::TILE] for a in range(TILE)], r, t)
-        res = xp.empty((_A, _A, n, th, tw, o), dtype=gy.dtype)
-        t = t[:, :, :, :tw]
-        for i in range(_A):
-            _a(xp, [r[i][:, :, b::TILE] for b in range(TILE)], res[i], t)
-        return self._new(res.reshape(_A * _A, n * th * tw, o))
+        tl = _scratch(xp, 0, (TILE, TILE, th, tw, n, o), gy.dtype)
+        for a, ra in _pieces(oh):
+            for b, rb in _pieces(ow):
+                dest = tl[a, b]
+                dest[:ra, :rb] = g[:, a::TILE, b::TILE].transpose(1, 2, 0, 3)
+                dest[ra:] = 0
+                dest[:ra, rb:] = 0
+        r = _scratch(xp, 1, (_A, TILE, th * tw * n * o), gy.dtype)
+        xp.matmul(a6, tl.reshape(TILE, -1), out=r.reshape(_A, -1))
+        res = xp.empty((_A, _A, th * tw * n * o), dtype=gy.dtype)
+        xp.matmul(a6, r, out=res)
+        return self._new(res.reshape(_A * _A, th * tw * n, o))
