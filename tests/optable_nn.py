@@ -264,6 +264,11 @@ def _conv_samples(rng):
             dict(groups=3, stride=(1, 2)),
             desc="depthwise-1x1",
         ),
+        Sample(  # 3x3, stride 1, 16 channels: Winograd F(4x4, 3x3)
+            (rn(rng, 1, 16, 5, 6), rn(rng, 16, 16, 3, 3), rn(rng, 16)),
+            dict(padding=1),
+            desc="winograd",
+        ),
     ]
 
 

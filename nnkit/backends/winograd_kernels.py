@@ -168,7 +168,7 @@ _MATS: dict = {}
 
 def _mats(xp, like):
     """``(BT, B, AT, A, G)`` as arrays of ``like``'s dtype on its device (cached)."""
-    key = (xp.__name__, like.dtype.str, str(getattr(like, "device", "")))
+    key = (type(like), like.dtype.str, str(getattr(like, "device", "")))
     m = _MATS.get(key)
     if m is None:
         m = _MATS[key] = tuple(

@@ -138,7 +138,7 @@ class ConvInputGrad(Op):
     """``conv_transpose(gy, w)``: the gradient of a convolution wrt its input."""
 
     @staticmethod
-    def forward(ctx, gy, w, geom, saved=None):
+    def forward(ctx, gy, w, geom, saved):
         ctx.geom = geom
         ctx.save_for_backward(gy, w)
         if geom.winograd:
@@ -155,7 +155,7 @@ class ConvInputGrad(Op):
         gy, w = ctx.saved_tensors
         n, geom = ctx.needs_input_grad, ctx.geom
         ggy = ConvNd.apply(grad_output, w, None, geom) if n[0] else None
-        gw = ConvWeightGrad.apply(grad_output, gy, geom) if n[1] else None
+        gw = ConvWeightGrad.apply(grad_output, gy, geom, None) if n[1] else None
         return ggy, gw, None, None
 
 
@@ -163,7 +163,7 @@ class ConvWeightGrad(Op):
     """``corr(x, gy)``: the gradient of a convolution wrt its weight."""
 
     @staticmethod
-    def forward(ctx, x, gy, geom, saved=None):
+    def forward(ctx, x, gy, geom, saved):
         ctx.geom = geom
         ctx.save_for_backward(x, gy)
         cols = None if saved is None else saved.cols
@@ -178,7 +178,7 @@ class ConvWeightGrad(Op):
     def backward(ctx, grad_output):
         x, gy = ctx.saved_tensors
         n, geom = ctx.needs_input_grad, ctx.geom
-        gx = ConvInputGrad.apply(gy, grad_output, geom) if n[0] else None
+        gx = ConvInputGrad.apply(gy, grad_output, geom, None) if n[0] else None
         ggy = ConvNd.apply(x, grad_output, None, geom) if n[1] else None
         return gx, ggy, None, None
 
