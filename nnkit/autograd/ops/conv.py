@@ -128,10 +128,24 @@ class ConvNd(Op):
         n, geom, saved = ctx.needs_input_grad, ctx.geom, ctx.__dict__.get("saved")
         gx = ConvInputGrad.apply(grad_output, w, geom, saved) if n[0] else None
         gw = ConvWeightGrad.apply(x, grad_output, geom, saved) if n[1] else None
-        gb = grad_output.sum((0,) + tuple(range(2, grad_output.ndim))) if n[2] else None
+        gb = ChannelSum.apply(grad_output) if n[2] else None
         if saved is not None:
             saved.dm = None  # (a second backward brings another gradient)
         return gx, gw, gb, None
+
+
+class ChannelSum(Op):
+    """``gy`` summed over every axis but the channels: the gradient of the bias."""
+
+    @staticmethod
+    def forward(ctx, gy):
+        ctx.shape = gy.shape
+        return gy.channel_sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        shape = ctx.shape
+        return grad_output.reshape((1, -1) + (1,) * (len(shape) - 2)).expand(*shape)
 
 
 class ConvInputGrad(Op):
