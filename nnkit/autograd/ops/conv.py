@@ -81,7 +81,8 @@ class _Saved:
     """What a convolution's forward keeps for its backward: the input's columns (the
     im2col columns, or the Winograd transform ``V``), the kernel's Winograd transform
     ``u``, and ``dm``, the pair (output gradient, its Winograd transform) that the
-    input gradient computes and the weight gradient then reuses."""
+    weight gradient computes and the input gradient then reuses (ConvNd's backward
+    makes them in that order and frees each intermediate after its last use)."""
 
     __slots__ = ("cols", "u", "dm")
 
@@ -89,13 +90,15 @@ class _Saved:
         self.cols = self.u = self.dm = None
 
 
-def _grad_transform(gy, saved):
-    """``dM = A dY Aᵀ`` of the output gradient ``gy``, made once per backward."""
+def _grad_transform(gy, saved, keep):
+    """``dM = A dY Aᵀ`` of the output gradient ``gy``, made once per backward: kept in
+    ``saved`` for the other gradient if ``keep``, else taken from it (and freed)."""
     if saved is not None and saved.dm is not None and saved.dm[0] is gy:
-        return saved.dm[1]
-    dm = gy.wino_output_adjoint()
+        dm = saved.dm[1]
+    else:
+        dm = gy.wino_output_adjoint()
     if saved is not None:
-        saved.dm = (gy, dm)
+        saved.dm = (gy, dm) if keep else None
     return dm
 
 
@@ -126,8 +129,12 @@ class ConvNd(Op):
     def backward(ctx, grad_output):
         x, w = ctx.saved_tensors
         n, geom, saved = ctx.needs_input_grad, ctx.geom, ctx.__dict__.get("saved")
-        gx = ConvInputGrad.apply(grad_output, w, geom, saved) if n[0] else None
         gw = ConvWeightGrad.apply(x, grad_output, geom, saved) if n[1] else None
+        if saved is not None:
+            # the columns served their use: freed before the input gradient's buffers are
+            # made (a second backward, retain_graph=True, computes them again)
+            saved.cols = None
+        gx = ConvInputGrad.apply(grad_output, w, geom, saved) if n[0] else None
         gb = ChannelSum.apply(grad_output) if n[2] else None
         if saved is not None:
             saved.dm = None  # (a second backward brings another gradient)
@@ -157,7 +164,7 @@ class ConvInputGrad(Op):
         ctx.save_for_backward(gy, w)
         if geom.winograd:
             u = saved.u if saved is not None and saved.u is not None else w.wino_weight()
-            dv = _grad_transform(gy, saved).matmul(u, tb=True)  # (36, T, C)
+            dv = _grad_transform(gy, saved, False).matmul(u, tb=True)  # (36, T, C)
             return dv.wino_input_adjoint(geom.in_shape, geom.pads)
         cols = _bmm(_rows(gy, geom.groups), _w_cols(w, geom.groups).transpose((0, 2, 1)))
         return cols.conv_col2im(
@@ -183,7 +190,7 @@ class ConvWeightGrad(Op):
         cols = None if saved is None else saved.cols
         if geom.winograd:
             v = x.wino_input(geom.pads) if cols is None else cols
-            return v.matmul(_grad_transform(gy, saved), ta=True).wino_weight_adjoint()
+            return v.matmul(_grad_transform(gy, saved, True), ta=True).wino_weight_adjoint()
         cols = geom.im2col(x) if cols is None else cols
         gw = _bmm(cols.transpose((0, 2, 1)), _rows(gy, geom.groups))  # (G, K * Cg, Og)
         return _w_from_cols(gw, geom, gy.shape[1], x.shape[1] // geom.groups)
