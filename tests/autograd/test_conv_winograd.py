@@ -273,8 +273,8 @@ def test_benchmark_conv2_takes_winograd_and_conv1_im2col(calls):
         ((2, 32, 9, 9), (32, 16, 3, 3), dict(groups=2)),
         ((2, 32, 9, 9), (32, 32, 5, 5), {}),
         ((2, 32, 9, 9), (32, 32, 3, 2), {}),
-        ((2, 8, 9, 9), (32, 8, 3, 3), {}),  # too few input channels
-        ((2, 32, 9, 9), (8, 32, 3, 3), {}),  # too few output channels
+        ((2, 3, 9, 9), (32, 3, 3, 3), {}),  # too few input channels
+        ((2, 32, 9, 9), (3, 32, 3, 3), {}),  # too few output channels
         ((2, 32, 9), (32, 32, 3), {}),  # conv1d
         ((2, 32, 5, 5, 5), (32, 32, 3, 3, 3), {}),  # conv3d
     ],

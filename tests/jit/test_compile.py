@@ -129,8 +129,10 @@ def test_partial_last_batch_records_its_own_program():
 
 @pytest.mark.parametrize("winograd", [False, True], ids=["im2col", "winograd"])
 def test_cnn_bitwise_equal(winograd, monkeypatch):
-    if winograd:  # every 3x3 stride-1 convolution by Winograd F(4x4, 3x3), even these
-        monkeypatch.setattr(conv, "WINOGRAD_MIN_CHANNELS", 1)
+    # every 3x3 stride-1 convolution by Winograd F(4x4, 3x3) (even the first, of one
+    # input channel), or all of them by im2col + GEMM
+    monkeypatch.setattr(conv, "WINOGRAD", winograd)
+    monkeypatch.setattr(conv, "WINOGRAD_MIN_CHANNELS", 1)
 
     def cnn():
         nnkit.manual_seed(0)

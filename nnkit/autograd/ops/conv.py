@@ -1,4 +1,5 @@
-"""Convolution: ``conv1d``, ``conv2d`` (and ``conv3d``), as im2col + one GEMM.
+"""Convolution: ``conv1d``, ``conv2d`` (and ``conv3d``), as im2col + one GEMM, or for
+3x3 stride-1 2-d convolutions with enough channels by Winograd F(4x4, 3x3).
 
 Three bilinear Ops close under differentiation, so double backward works:
 
@@ -10,7 +11,19 @@ Columns are rows of channels-last windows, ``(G, N * prod(out), prod(kernel) * C
 so the forward GEMM yields a channels-last output (returned as an ``(N, O, *out)``
 view) and the following relu / pool / conv keep streaming through that layout.
 
-Each one's backward is written with the other two (and ``sum`` for the bias).
+Winograd (:func:`use_winograd` says where; :mod:`nnkit.backends.winograd_kernels`
+has the kernels): the same three Ops compute with the transformed input ``V``, kernel
+``U`` and output gradient ``dM``: the forward as 36 GEMMs ``V U``, the input gradient
+as ``dM Uᵀ`` through the input transform's adjoint (no col2im), the weight gradient as
+``Vᵀ dM`` through the kernel transform's adjoint. ``V`` is kept from the forward for
+the weight gradient (as the im2col columns are), and ``dM`` is made once per backward
+for both gradients. It does 4 multiplications per output pixel where im2col does 9,
+at the cost of float32 rounding ~30x larger (a few ``1e-6`` of the output's
+magnitude; see the kernels' module); set :data:`WINOGRAD` to False to compute every
+convolution by im2col.
+
+Each one's backward is written with the other two (and :class:`ChannelSum` for the
+bias).
 """
 
 from __future__ import annotations
@@ -207,9 +220,12 @@ class ConvWeightGrad(Op):
 # ------------------------------------------------------------------ algorithm
 #: Set to False to compute every convolution as im2col + GEMM (tests compare the two).
 WINOGRAD = True
-#: The fewest input and output channels for which Winograd beats im2col + GEMM (below,
-#: the transforms' passes over the data cost more than the multiplications they save).
-WINOGRAD_MIN_CHANNELS = 16
+#: The fewest input and output channels for which Winograd is used: measured with
+#: benchmarks/bench_conv_algo.py, it is 1.1x to 3x faster than im2col + GEMM (a whole
+#: training step of the convolution) from 4 channels on, but slower for first layers
+#: of 1 to 3 input channels with many outputs (its output-side transforms cost more
+#: than the few multiplications it saves there).
+WINOGRAD_MIN_CHANNELS = 4
 
 
 def use_winograd(in_shape, kernel, stride, dilation, groups, out_channels, dtype) -> bool:
@@ -333,7 +349,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
     Computed as im2col (a strided view and one copy) followed by a single GEMM per
     group; backward uses a GEMM and col2im for the input, a GEMM against the saved
-    columns for the weight (double backward works).
+    columns for the weight (double backward works). A 3x3 kernel with stride 1,
+    dilation 1, one group and at least 4 input and output channels (float32/64) is
+    computed by Winograd F(4x4, 3x3) instead (forward and both gradients): 36 GEMMs
+    over 6x6 tiles transformed by small matrices, about twice as fast, with float32
+    rounding errors up to ~1e-5 of the output's magnitude (im2col's: ~4e-7).
 
     An unbatched input (no ``N``) gives an unbatched output, as in PyTorch.
 
