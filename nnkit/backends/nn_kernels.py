@@ -6,10 +6,12 @@ of spatial dimensions (1-d, 2-d, 3-d): an input is ``(N, C, *spatial)``, a geome
 is given as per-dimension tuples ``kernel``, ``stride``, ``dilation`` and ``pads``
 (``(lo, hi)`` pairs).
 
-Convolution is im2col + one GEMM in the "Caffe" layout: columns are
-``(groups, C/groups * prod(kernel), N * prod(out))``, built from an ``as_strided``
-window view with a single copy whose inner loop runs along the output rows. Pooling
-and col2im loop over the kernel offsets (a handful), never over output pixels.
+Convolution is im2col + one GEMM: columns are rows of channels-last windows,
+``(groups, N * prod(out), prod(kernel) * C/groups)``, built from an ``as_strided``
+window view with a single copy (by kernel offset for few channels). Pooling and
+col2im loop over the kernel offsets (a handful), never over output pixels. (3x3
+stride-1 convolutions with enough channels use the Winograd kernels of
+:mod:`nnkit.backends.winograd_kernels` instead.)
 """
 
 from __future__ import annotations
