@@ -114,6 +114,14 @@ class NNKernelsMixin:
         out = win.shape[1 : 1 + len(kernel)]
         rows = n * math.prod(out)
         width = math.prod(kernel) * (c // groups)  # explicit: an empty batch has no -1
+        if groups == 1 and c == 1:
+            # one channel: the columns are made kernel-offset-major, each offset's
+            # column one contiguous copy, and returned as the transposed view (BLAS
+            # reads either layout; the weight gradient's GEMM reads this one faster)
+            cols = xp.empty((math.prod(kernel), n) + out, dtype=v.dtype)
+            for k, sl in _offsets(kernel, out, stride, dilation):
+                cols[k] = v[sl][..., 0]
+            return self._new(cols.reshape(width, rows).T.reshape(1, rows, width))
         if groups == 1 and c < _SHORT_RUN:
             # few channels: the window copy's inner loop would run over a handful of
             # elements; one strided slice copy per kernel offset streams whole rows
