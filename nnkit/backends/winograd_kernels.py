@@ -160,7 +160,7 @@ GEMM_COLUMNS = 1 << 15
 def _gemm(xp, mat, src, out):
     """``out = mat @ src`` (batched over the leading axes), the columns in pieces."""
     n = src.shape[-1]
-    p = first = -(-n // GEMM_COLUMNS)
+    p = first = max(1, -(-n // GEMM_COLUMNS))
     while n % p and p < 4 * first:
         p += 1
     if p > 1 and n % p == 0:

@@ -296,3 +296,15 @@ def test_direct_switch_runs_im2col(monkeypatch, calls, rng):
     w = nnkit.tensor(rng.standard_normal((32, 32, 3, 3)), requires_grad=True)
     F.conv2d(x, w).sum().backward()
     assert calls["wino_input"] == 0 and calls["conv_im2col"] == 1
+
+
+def test_empty_batch(winograd, calls):
+    x = nnkit.randn(0, 8, 6, 6, requires_grad=True)
+    w = nnkit.randn(8, 8, 3, 3, requires_grad=True)
+    b = nnkit.randn(8, requires_grad=True)
+    y = F.conv2d(x, w, b, padding=1)
+    assert y.shape == (0, 8, 6, 6)
+    y.sum().backward()
+    assert x.grad.shape == (0, 8, 6, 6)
+    assert not w.grad.numpy().any() and not b.grad.numpy().any()
+    assert calls["wino_input"] == 1
