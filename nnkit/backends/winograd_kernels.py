@@ -267,23 +267,21 @@ class WinogradKernelsMixin:
         th, tw = tiles(out)
         o = m.shape[-1]
         at = _mats(xp, m)[2]
-        r = _scratch(xp, 1, (TILE, _A, th * tw * n, o), m.dtype)
-        _gemm(
-            xp,
-            at,
-            m.reshape(_A, _A, -1).transpose(1, 0, 2),
-            r.reshape(TILE, _A, -1).transpose(1, 0, 2),
-        )
-        if bias is not None:
-            # Aᵀ's column 1 is all ones: a constant added to the first stage's results
-            # for tile column 1 reaches every output of the tile once
-            r[:, 1] += bias.array
-        y = _scratch(xp, 2, (TILE, TILE, th, tw, n, o), m.dtype)
-        _gemm(xp, at, r.reshape(TILE, _A, -1), y.reshape(TILE, TILE, -1))
+        m = m.reshape(_A, _A, th, tw * n * o)
         res = xp.empty((n,) + tuple(out) + (o,), dtype=m.dtype)
-        for a, ra in _pieces(out[0]):
-            for b, rb in _pieces(out[1]):
-                res[:, a::TILE, b::TILE] = y[a, b, :ra, :rb].transpose(2, 0, 1, 3)
+        r = _scratch(xp, 1, (TILE, _A, tw * n, o), m.dtype)
+        y = _scratch(xp, 2, (TILE, TILE, tw, n, o), m.dtype)
+        for t in range(th):  # one tile row at a time: its intermediates stay in cache
+            _gemm(xp, at, m[:, :, t].transpose(1, 0, 2), r.reshape(TILE, _A, -1).transpose(1, 0, 2))
+            if bias is not None:
+                # Aᵀ's column 1 is all ones: a constant added to the first stage's
+                # results for tile column 1 reaches every output of the tile once
+                r[:, 1] += bias.array
+            _gemm(xp, at, r.reshape(TILE, _A, -1), y.reshape(TILE, TILE, -1))
+            for a in range(TILE):
+                if TILE * t + a < out[0]:
+                    for b, rb in _pieces(out[1]):
+                        res[:, TILE * t + a, b::TILE] = y[a, b, :rb].transpose(1, 0, 2)
         return self._new(res.transpose(0, 3, 1, 2))
 
     def wino_output_adjoint(self):
@@ -295,15 +293,17 @@ class WinogradKernelsMixin:
         th, tw = tiles((oh, ow))
         a6 = _mats(xp, gy)[3]
         g = gy.transpose(0, 2, 3, 1)
-        tl = _scratch(xp, 0, (TILE, TILE, th, tw, n, o), gy.dtype)
-        for a, ra in _pieces(oh):
-            for b, rb in _pieces(ow):
-                dest = tl[a, b]
-                dest[:ra, :rb] = g[:, a::TILE, b::TILE].transpose(1, 2, 0, 3)
-                dest[ra:] = 0
-                dest[:ra, rb:] = 0
-        r = _scratch(xp, 1, (_A, TILE, th * tw * n * o), gy.dtype)
-        _gemm(xp, a6, tl.reshape(TILE, TILE, -1).transpose(1, 0, 2), r.transpose(1, 0, 2))
-        res = xp.empty((_A, _A, th * tw * n * o), dtype=gy.dtype)
-        _gemm(xp, a6, r, res)
+        res = xp.empty((_A, _A, th, tw * n * o), dtype=gy.dtype)
+        tl = _scratch(xp, 0, (TILE, TILE, tw, n, o), gy.dtype)
+        r = _scratch(xp, 1, (_A, TILE, tw * n * o), gy.dtype)
+        for t in range(th):  # one tile row at a time: its intermediates stay in cache
+            for a in range(TILE):
+                if TILE * t + a < oh:
+                    for b, rb in _pieces(ow):
+                        tl[a, b, :rb] = g[:, TILE * t + a, b::TILE].transpose(1, 0, 2)
+                        tl[a, b, rb:] = 0
+                else:
+                    tl[a] = 0
+            _gemm(xp, a6, tl.reshape(TILE, TILE, -1).transpose(1, 0, 2), r.transpose(1, 0, 2))
+            _gemm(xp, a6, r, res[:, :, t])
         return self._new(res.reshape(_A * _A, th * tw * n, o))
