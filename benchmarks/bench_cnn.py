@@ -7,10 +7,18 @@ Network (float32, batch 64, 1x28x28 inputs)::
 
 Three implementations, timed in alternation in one run (medians after warm-up):
 
-* nnkit: ``nnkit.nn.functional`` ops on raw ``requires_grad`` parameters;
+* nnkit: ``nnkit.nn.functional`` ops on raw ``requires_grad`` parameters (the second
+  convolution by Winograd F(4x4, 3x3), the first, of one input channel, by im2col +
+  GEMM; see ``nnkit/autograd/ops/conv.py``);
 * the NumPy floor: a hand-written channels-last im2col + GEMM forward, backward and
   SGD (``as_strided`` windows, one copy per im2col, col2im by kernel offsets);
 * PyTorch CPU (when installed), with the same thread count as NumPy's BLAS.
+
+The three share one process, so one malloc heap: glibc returns the top of the heap to
+the system when a step frees more than twice its largest mmap'ed block, and the next
+step page-faults it back in. That cost (a few ms per step, different for each
+contender and from run to run) is part of what is measured; with
+``MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_MMAP_THRESHOLD_=4000000000`` it goes.
 
 Run: ``python -m benchmarks.bench_cnn [--repeats 15] [--profile]``.
 """

@@ -264,6 +264,11 @@ def _conv_samples(rng):
             dict(groups=3, stride=(1, 2)),
             desc="depthwise-1x1",
         ),
+        Sample(  # 3x3, stride 1, 4 channels in, 5 out: Winograd F(4x4, 3x3)
+            (rn(rng, 1, 4, 5, 6), rn(rng, 5, 4, 3, 3), rn(rng, 5)),
+            dict(padding=1),
+            desc="winograd",
+        ),
     ]
 
 

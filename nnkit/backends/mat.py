@@ -28,6 +28,7 @@ from nnkit.backends.nn_kernels import NNKernelsMixin, erf_array
 from nnkit.backends.order_kernels import OrderKernelsMixin
 from nnkit.backends.special_kernels import SpecialKernelsMixin
 from nnkit.backends.storage import Storage
+from nnkit.backends.winograd_kernels import WinogradKernelsMixin
 
 __all__ = ["ArrayMat", "next_serial"]
 
@@ -37,7 +38,12 @@ next_serial = count(1).__next__
 
 
 class ArrayMat(
-    MatCreationMixin, IndexKernelsMixin, NNKernelsMixin, OrderKernelsMixin, SpecialKernelsMixin
+    MatCreationMixin,
+    IndexKernelsMixin,
+    NNKernelsMixin,
+    OrderKernelsMixin,
+    SpecialKernelsMixin,
+    WinogradKernelsMixin,
 ):
     """A (possibly strided) view of a Storage, implemented with the array module ``xp``."""
 

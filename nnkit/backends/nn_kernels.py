@@ -6,10 +6,12 @@ of spatial dimensions (1-d, 2-d, 3-d): an input is ``(N, C, *spatial)``, a geome
 is given as per-dimension tuples ``kernel``, ``stride``, ``dilation`` and ``pads``
 (``(lo, hi)`` pairs).
 
-Convolution is im2col + one GEMM in the "Caffe" layout: columns are
-``(groups, C/groups * prod(kernel), N * prod(out))``, built from an ``as_strided``
-window view with a single copy whose inner loop runs along the output rows. Pooling
-and col2im loop over the kernel offsets (a handful), never over output pixels.
+Convolution is im2col + one GEMM: columns are rows of channels-last windows,
+``(groups, N * prod(out), prod(kernel) * C/groups)``, built from an ``as_strided``
+window view with a single copy (by kernel offset for few channels). Pooling and
+col2im loop over the kernel offsets (a handful), never over output pixels. (3x3
+stride-1 convolutions with enough channels use the Winograd kernels of
+:mod:`nnkit.backends.winograd_kernels` instead.)
 """
 
 from __future__ import annotations
@@ -112,6 +114,14 @@ class NNKernelsMixin:
         out = win.shape[1 : 1 + len(kernel)]
         rows = n * math.prod(out)
         width = math.prod(kernel) * (c // groups)  # explicit: an empty batch has no -1
+        if groups == 1 and c == 1:
+            # one channel: the columns are made kernel-offset-major, each offset's
+            # column one contiguous copy, and returned as the transposed view (BLAS
+            # reads either layout; the weight gradient's GEMM reads this one faster)
+            cols = xp.empty((math.prod(kernel), n) + out, dtype=v.dtype)
+            for k, sl in _offsets(kernel, out, stride, dilation):
+                cols[k] = v[sl][..., 0]
+            return self._new(cols.reshape(width, rows).T.reshape(1, rows, width))
         if groups == 1 and c < _SHORT_RUN:
             # few channels: the window copy's inner loop would run over a handful of
             # elements; one strided slice copy per kernel offset streams whole rows
@@ -143,6 +153,22 @@ class NNKernelsMixin:
             res[sl] += cols[(Ellipsis, k, slice(None))]
         return self._new(self._cl_crop(res, pads))
 
+    def channel_sum(self):
+        """The sum over every axis but axis 1 of this ``(N, C, *S)``: ``(C,)`` (a
+        convolution's bias gradient).
+
+        Where the channels-last view is contiguous (a convolution's output gradient
+        usually is) it is a product with a vector of ones: BLAS streams the rows once,
+        ten times faster than NumPy's reduction over the other axes, with a different
+        (and, accumulating in blocks, smaller) rounding error.
+        """
+        xp, a = self.xp, self.array
+        v = _last(a)
+        if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and v.flags.c_contiguous and a.size:
+            rows = v.reshape(-1, a.shape[1])
+            return self._new(xp.matmul(xp.ones(rows.shape[0], dtype=a.dtype), rows))
+        return self._new(xp.sum(a, axis=(0,) + tuple(range(2, a.ndim))))
+
     # ---------------------------------------------------------------- pooling
     def _pool_views(self, kernel, stride, dilation, pads, value=0.0):
         v = _cl_padded(self.xp, self.array, pads, value)
@@ -155,23 +181,29 @@ class NNKernelsMixin:
     def pool_max(self, kernel, stride, dilation, pads):
         """Window maxima ``(N, C, *out)`` and the (first) arg-max offset in each window.
 
-        Maxima come from a chain of ``maximum`` passes; the offsets from equality masks
-        afterwards (boolean passes are ~10x cheaper than masked copies).
+        Maxima come from a chain of ``maximum`` passes; the offset is then the number of
+        leading window elements that differ from the maximum (boolean passes, ~10x
+        cheaper than masked copies); a NaN window (no element equals its maximum)
+        keeps offset 0.
         """
         xp = self.xp
         v, out = self._pool_views(kernel, stride, dilation, pads, -np.inf)
         views = [v[sl] for _, sl in _offsets(kernel, out, stride, dilation)]
-        res = xp.array(views[0])
-        for w in views[1:]:
-            xp.maximum(res, w, out=res)
+        if len(views) == 1:
+            res = xp.array(views[0])
+        else:
+            res = xp.maximum(views[0], views[1])
+            for w in views[2:]:
+                xp.maximum(res, w, out=res)
         itype = np.dtype(np.int8 if len(views) < 128 else np.int32).type
         idx = xp.zeros(res.shape, dtype=itype)
-        found = views[0] == res
-        for k, w in enumerate(views[1:], 1):
-            hit = w == res
-            hit &= ~found
-            found |= hit
-            idx += hit * itype(k)
+        if len(views) > 1:
+            before = views[0] != res  # no maximum yet at offsets 0..k
+            before &= res == res
+            idx += before
+            for w in views[1:-1]:
+                before &= w != res
+                idx += before
         return self._new(_first(res)), self._new(_first(idx))
 
     def pool_sum(self, kernel, stride, dilation, pads):
@@ -195,8 +227,17 @@ class NNKernelsMixin:
         g = _last(self.array)
         out = g.shape[1:-1]
         ix = None if idx is None else _last(idx.array)
-        res = self._cl_zeros(in_shape, pads, g.dtype)
         disjoint = _disjoint(kernel, stride, dilation)
+        if ix is not None and all(d == 1 and s == k for k, s, d in zip(kernel, stride, dilation)):
+            # the windows tile the input: every covered element is written once below,
+            # so only the rows/columns past the last window need zeros
+            n, c = in_shape[:2]
+            padded = tuple(s + lo + hi for s, (lo, hi) in zip(in_shape[2:], pads))
+            res = xp.empty((n,) + padded + (c,), dtype=g.dtype)
+            for d, (o, s) in enumerate(zip(out, stride)):
+                res[(slice(None),) * (d + 1) + (slice(o * s, None),)] = 0
+        else:
+            res = self._cl_zeros(in_shape, pads, g.dtype)
         for k, sl in _offsets(kernel, out, stride, dilation):
             if ix is None:
                 res[sl] += g

@@ -3,7 +3,8 @@
 Calls go through a recording subclass of the backend's Mat class, so the test knows
 which methods (and classmethods and properties) ran; a Mat method that nothing here
 reaches fails the coverage assertion, naming it. The neural-network kernels
-(``NNKernelsMixin``) are reached by running the nn op table through the same recorder.
+(``NNKernelsMixin``, ``WinogradKernelsMixin``) are reached by running the nn op table
+through the same recorder.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import nnkit
 from nnkit.backends.mat import ArrayMat
 from nnkit.backends.nn_kernels import NNKernelsMixin
 from nnkit.backends.storage import Storage
+from nnkit.backends.winograd_kernels import WinogradKernelsMixin
 
 _device_mod = importlib.import_module("nnkit.backends.device")  # the package re-binds 'device'
 _DATA_ATTRS = {"array", "storage", "xp", "device", "multi_device"}
@@ -391,7 +393,7 @@ def test_nn_kernels_are_exercised_by_the_nn_op_table(device, monkeypatch):
         nnkit.nn.functional.max_pool2d(x, 2, return_indices=True)
     except Exception:
         pass
-    missing = sorted(_public(NNKernelsMixin) - seen)
+    missing = sorted((_public(NNKernelsMixin) | _public(WinogradKernelsMixin)) - seen)
     assert not missing, f"NN kernels no nn op-table row reaches: {missing}"
 
 

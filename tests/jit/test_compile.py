@@ -13,6 +13,7 @@ import pytest
 import nnkit
 import nnkit.nn.functional as F
 from nnkit import nn
+from nnkit.autograd.ops import conv
 from nnkit.optim import SGD, Adam, AdamW, RMSprop
 from nnkit.optim.lr_scheduler import StepLR
 
@@ -126,7 +127,13 @@ def test_partial_last_batch_records_its_own_program():
     assert compiled.num_replays == len(batches) - 5
 
 
-def test_cnn_bitwise_equal():
+@pytest.mark.parametrize("winograd", [False, True], ids=["im2col", "winograd"])
+def test_cnn_bitwise_equal(winograd, monkeypatch):
+    # every 3x3 stride-1 convolution by Winograd F(4x4, 3x3) (even the first, of one
+    # input channel), or all of them by im2col + GEMM
+    monkeypatch.setattr(conv, "WINOGRAD", winograd)
+    monkeypatch.setattr(conv, "WINOGRAD_MIN_CHANNELS", 1)
+
     def cnn():
         nnkit.manual_seed(0)
         return nn.Sequential(

@@ -1,4 +1,5 @@
-"""Convolution: ``conv1d``, ``conv2d`` (and ``conv3d``), as im2col + one GEMM.
+"""Convolution: ``conv1d``, ``conv2d`` (and ``conv3d``), as im2col + one GEMM, or for
+3x3 stride-1 2-d convolutions with enough channels by Winograd F(4x4, 3x3).
 
 Three bilinear Ops close under differentiation, so double backward works:
 
@@ -10,7 +11,19 @@ Columns are rows of channels-last windows, ``(G, N * prod(out), prod(kernel) * C
 so the forward GEMM yields a channels-last output (returned as an ``(N, O, *out)``
 view) and the following relu / pool / conv keep streaming through that layout.
 
-Each one's backward is written with the other two (and ``sum`` for the bias).
+Winograd (:func:`use_winograd` says where; :mod:`nnkit.backends.winograd_kernels`
+has the kernels): the same three Ops compute with the transformed input ``V``, kernel
+``U`` and output gradient ``dM``: the forward as 36 GEMMs ``V U``, the input gradient
+as ``dM Uᵀ`` through the input transform's adjoint (no col2im), the weight gradient as
+``Vᵀ dM`` through the kernel transform's adjoint. ``V`` is kept from the forward for
+the weight gradient (as the im2col columns are), and ``dM`` is made once per backward
+for both gradients. It does 4 multiplications per output pixel where im2col does 9,
+at the cost of float32 rounding ~30x larger (a few ``1e-6`` of the output's
+magnitude; see the kernels' module); set :data:`WINOGRAD` to False to compute every
+convolution by im2col.
+
+Each one's backward is written with the other two (and :class:`ChannelSum` for the
+bias).
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ class ConvGeometry(NamedTuple):
     pads: tuple  # (lo, hi) per spatial dimension
     groups: int
     out: tuple
+    winograd: bool = False  # computed by Winograd F(4x4, 3x3) (see use_winograd)
 
     def im2col(self, x):
         return x.conv_im2col(self.kernel, self.stride, self.dilation, self.pads, self.groups)
@@ -76,36 +90,95 @@ def _from_rows(rows, n, out):
     return r.transpose((0, r.ndim - 1) + tuple(range(1, r.ndim - 1)))
 
 
+class _Saved:
+    """What a convolution's forward keeps for its backward: the input's columns (the
+    im2col columns, or the Winograd transform ``V``), the kernel's Winograd transform
+    ``u``, and ``dm``, the pair (output gradient, its Winograd transform) that the
+    weight gradient computes and the input gradient then reuses (ConvNd's backward
+    makes them in that order and frees each intermediate after its last use)."""
+
+    __slots__ = ("cols", "u", "dm")
+
+    def __init__(self):
+        self.cols = self.u = self.dm = None
+
+
+def _grad_transform(gy, saved, keep):
+    """``dM = A dY Aᵀ`` of the output gradient ``gy``, made once per backward: kept in
+    ``saved`` for the other gradient if ``keep``, else taken from it (and freed)."""
+    if saved is not None and saved.dm is not None and saved.dm[0] is gy:
+        dm = saved.dm[1]
+    else:
+        dm = gy.wino_output_adjoint()
+    if saved is not None:
+        saved.dm = (gy, dm) if keep else None
+    return dm
+
+
 class ConvNd(Op):
     @staticmethod
     def forward(ctx, x, w, b, geom):
+        ctx.geom = geom
+        ctx.save_for_backward(x, w)
+        saved = ctx.saved = _Saved()
+        keep = ctx.needs_input_grad[1:2] == (True,)  # the columns serve the weight gradient
+        if geom.winograd:
+            v = x.wino_input(geom.pads)
+            u = w.wino_weight()
+            if ctx.needs_input_grad[0:1] == (True,):
+                saved.u = u
+            if keep:
+                saved.cols = v
+            return v.matmul(u).wino_output(x.shape[0], geom.out, b)
         cols = geom.im2col(x)
         rows = _bmm(cols, _w_cols(w, geom.groups))  # (G, N * P, O/G)
         if b is not None:
             rows.iadd(b.reshape((geom.groups, 1, -1)))
-        ctx.geom = geom
-        if ctx.needs_input_grad[1:2] == (True,):
-            ctx.cols = cols  # reused by the weight gradient: no second im2col
-        ctx.save_for_backward(x, w)
+        if keep:
+            saved.cols = cols  # reused by the weight gradient: no second im2col
         return _from_rows(rows, x.shape[0], geom.out)
 
     @staticmethod
     def backward(ctx, grad_output):
         x, w = ctx.saved_tensors
-        n, geom = ctx.needs_input_grad, ctx.geom
-        gx = ConvInputGrad.apply(grad_output, w, geom) if n[0] else None
-        gw = ConvWeightGrad.apply(x, grad_output, geom, ctx.__dict__.get("cols")) if n[1] else None
-        gb = grad_output.sum((0,) + tuple(range(2, grad_output.ndim))) if n[2] else None
+        n, geom, saved = ctx.needs_input_grad, ctx.geom, ctx.__dict__.get("saved")
+        gw = ConvWeightGrad.apply(x, grad_output, geom, saved) if n[1] else None
+        if saved is not None:
+            # the columns served their use: freed before the input gradient's buffers are
+            # made (a second backward, retain_graph=True, computes them again)
+            saved.cols = None
+        gx = ConvInputGrad.apply(grad_output, w, geom, saved) if n[0] else None
+        gb = ChannelSum.apply(grad_output) if n[2] else None
+        if saved is not None:
+            saved.dm = None  # (a second backward brings another gradient)
         return gx, gw, gb, None
+
+
+class ChannelSum(Op):
+    """``gy`` summed over every axis but the channels: the gradient of the bias."""
+
+    @staticmethod
+    def forward(ctx, gy):
+        ctx.shape = gy.shape
+        return gy.channel_sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        shape = ctx.shape
+        return grad_output.reshape((1, -1) + (1,) * (len(shape) - 2)).expand(*shape)
 
 
 class ConvInputGrad(Op):
     """``conv_transpose(gy, w)``: the gradient of a convolution wrt its input."""
 
     @staticmethod
-    def forward(ctx, gy, w, geom):
+    def forward(ctx, gy, w, geom, saved):
         ctx.geom = geom
         ctx.save_for_backward(gy, w)
+        if geom.winograd:
+            u = saved.u if saved is not None and saved.u is not None else w.wino_weight()
+            dv = _grad_transform(gy, saved, False).matmul(u, tb=True)  # (36, T, C)
+            return dv.wino_input_adjoint(geom.in_shape, geom.pads)
         cols = _bmm(_rows(gy, geom.groups), _w_cols(w, geom.groups).transpose((0, 2, 1)))
         return cols.conv_col2im(
             geom.in_shape, geom.out, geom.kernel, geom.stride, geom.dilation, geom.pads, geom.groups
@@ -117,16 +190,20 @@ class ConvInputGrad(Op):
         n, geom = ctx.needs_input_grad, ctx.geom
         ggy = ConvNd.apply(grad_output, w, None, geom) if n[0] else None
         gw = ConvWeightGrad.apply(grad_output, gy, geom, None) if n[1] else None
-        return ggy, gw, None
+        return ggy, gw, None, None
 
 
 class ConvWeightGrad(Op):
     """``corr(x, gy)``: the gradient of a convolution wrt its weight."""
 
     @staticmethod
-    def forward(ctx, x, gy, geom, cols):
+    def forward(ctx, x, gy, geom, saved):
         ctx.geom = geom
         ctx.save_for_backward(x, gy)
+        cols = None if saved is None else saved.cols
+        if geom.winograd:
+            v = x.wino_input(geom.pads) if cols is None else cols
+            return v.matmul(_grad_transform(gy, saved, True), ta=True).wino_weight_adjoint()
         cols = geom.im2col(x) if cols is None else cols
         gw = _bmm(cols.transpose((0, 2, 1)), _rows(gy, geom.groups))  # (G, K * Cg, Og)
         return _w_from_cols(gw, geom, gy.shape[1], x.shape[1] // geom.groups)
@@ -135,9 +212,35 @@ class ConvWeightGrad(Op):
     def backward(ctx, grad_output):
         x, gy = ctx.saved_tensors
         n, geom = ctx.needs_input_grad, ctx.geom
-        gx = ConvInputGrad.apply(gy, grad_output, geom) if n[0] else None
+        gx = ConvInputGrad.apply(gy, grad_output, geom, None) if n[0] else None
         ggy = ConvNd.apply(x, grad_output, None, geom) if n[1] else None
         return gx, ggy, None, None
+
+
+# ------------------------------------------------------------------ algorithm
+#: Set to False to compute every convolution as im2col + GEMM (tests compare the two).
+WINOGRAD = True
+#: The fewest input and output channels for which Winograd is used: measured with
+#: benchmarks/bench_conv_algo.py, it is 1.1x to 3x faster than im2col + GEMM (a whole
+#: training step of the convolution) from 4 channels on, but slower for first layers
+#: of 1 to 3 input channels with many outputs (its output-side transforms cost more
+#: than the few multiplications it saves there).
+WINOGRAD_MIN_CHANNELS = 4
+
+
+def use_winograd(in_shape, kernel, stride, dilation, groups, out_channels, dtype) -> bool:
+    """Whether a convolution is computed by Winograd F(4x4, 3x3): 2-d, a 3x3 kernel,
+    stride and dilation 1, one group, float32 or float64, at least
+    :data:`WINOGRAD_MIN_CHANNELS` input and output channels (and :data:`WINOGRAD` on)."""
+    return (
+        WINOGRAD
+        and kernel == (3, 3)
+        and stride == (1, 1)
+        and dilation == (1, 1)
+        and groups == 1
+        and min(in_shape[1], out_channels) >= WINOGRAD_MIN_CHANNELS
+        and str(dtype) in ("float32", "float64")
+    )
 
 
 # ------------------------------------------------------------------ arguments
@@ -224,7 +327,8 @@ def _geometry(input, weight, bias, stride, padding, dilation, groups, nd, op, sh
             f"{op}: the (padded) input {shown} is smaller than the "
             f"(dilated) kernel {kernel}; output size would be {out}"
         )
-    return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out)
+    wino = use_winograd(tuple(input.shape), kernel, stride, dilation, groups, o, input.dtype)
+    return ConvGeometry(tuple(input.shape), kernel, stride, dilation, pads, groups, out, wino)
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
@@ -245,7 +349,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
     Computed as im2col (a strided view and one copy) followed by a single GEMM per
     group; backward uses a GEMM and col2im for the input, a GEMM against the saved
-    columns for the weight (double backward works).
+    columns for the weight (double backward works). A 3x3 kernel with stride 1,
+    dilation 1, one group and at least 4 input and output channels (float32/64) is
+    computed by Winograd F(4x4, 3x3) instead (forward and both gradients): 36 GEMMs
+    over 6x6 tiles transformed by small matrices, about twice as fast, with float32
+    rounding errors up to ~1e-5 of the output's magnitude (im2col's: ~4e-7).
 
     An unbatched input (no ``N``) gives an unbatched output, as in PyTorch.
 

@@ -3,7 +3,8 @@ torch calls "deconvolution").
 
 A transposed convolution of ``x`` with ``weight`` is the gradient of the convolution
 ``conv(y, weight)`` with respect to its input ``y``, evaluated at ``x``: so it runs the
-convolution's own input-gradient Op (:class:`ConvInputGrad`, GEMM then col2im) with that
+convolution's own input-gradient Op (:class:`ConvInputGrad`: GEMM then col2im, or
+Winograd's adjoint transforms where that convolution would use Winograd) with that
 convolution's geometry, and its gradients (and second gradients) are that Op's. Output
 positions that ``output_padding`` adds beyond any window's reach are zeros (plus bias).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from nnkit.autograd.function import ShapeError
 from nnkit.autograd.ops._util import check_tensor
-from nnkit.autograd.ops.conv import ConvGeometry, ConvInputGrad, _tuple
+from nnkit.autograd.ops.conv import ConvGeometry, ConvInputGrad, _tuple, use_winograd
 from nnkit.autograd.ops.nn_misc import pad
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
@@ -61,16 +62,18 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     )
     reach = tuple(n - e for n, e in zip(size, extra))
     out_channels = weight.shape[1] * groups
+    in_shape = (x.shape[0], out_channels, *reach)
     geom = ConvGeometry(
-        (x.shape[0], out_channels, *reach),
+        in_shape,
         kernel,
         stride,
         dilation,
         tuple(zip(padding, his)),
         groups,
         tuple(x.shape[2:]),
+        use_winograd(in_shape, kernel, stride, dilation, groups, x.shape[1], x.dtype),
     )
-    out = ConvInputGrad.apply(x, weight, geom)
+    out = ConvInputGrad.apply(x, weight, geom, None)
     if any(extra):
         out = pad(out, [v for e in reversed(extra) for v in (0, e)])
     if bias is not None:
