@@ -237,9 +237,18 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                         owned.discard(g._impl.data)
                 fn = node._fn_cls
                 start = next_serial()
-                out = fn.backward(node, buf[0]) if len(buf) == 1 else fn.backward(node, *buf)
-                if out.__class__ is not tuple:
-                    out = (out,)
+                mat_bwd = fn.backward_mat
+                if mat_bwd is not None and owned is not None:
+                    # not recorded: the op's backward on Mats, its results wrapped here
+                    if len(buf) == 1:
+                        res = mat_bwd(node, buf[0]._impl.data)
+                    else:
+                        res = mat_bwd(node, *[g._impl.data for g in buf])
+                    out = _wrap_grads(res)
+                else:
+                    out = fn.backward(node, buf[0]) if len(buf) == 1 else fn.backward(node, *buf)
+                    if out.__class__ is not tuple:
+                        out = (out,)
                 if extra:
                     if node._in_meta is not None:
                         _check_user_grads(node, out)
@@ -306,6 +315,26 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                     push_ready(empty)
                 else:
                     push_ready(nxt)
+
+
+def _wrap_grads(res) -> tuple:
+    """What an ``Op.backward_mat`` returned (a Mat, None, or a tuple of them) as the
+    tuple of Tensors (or None) that ``backward`` would have returned."""
+    if res.__class__ is not tuple:
+        if res is None:
+            return (None,)
+        t = Tensor.__new__(Tensor)
+        t._impl = TensorImpl(res, False)
+        return (t,)
+    out = []
+    for m in res:
+        if m is None:
+            out.append(None)
+        else:
+            t = Tensor.__new__(Tensor)
+            t._impl = TensorImpl(m, False)
+            out.append(t)
+    return tuple(out)
 
 
 def _post_checks(node, out, buf, anomaly) -> tuple:

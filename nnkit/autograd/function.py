@@ -23,12 +23,20 @@ import traceback
 
 from nnkit.autograd.grad_mode import state
 from nnkit.autograd.handles import RemovableHandle
-from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, leaf_alias
+from nnkit.autograd.saved import _RELEASED_MSG, resolve_saved
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge
 from nnkit.backends.fp_errors import QUIET as _FP_QUIET
 from nnkit.backends.fp_errors import STATE as _FP_STATE
-from nnkit.backends.mat import ArrayMat
 
-__all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "ShapeError"]
+__all__ = [
+    "Function",
+    "Op",
+    "Node",
+    "AccumulateGrad",
+    "RemovableHandle",
+    "ShapeError",
+    "NO_GRAPH",
+]
 
 # Set only while nnkit.onnx traces a model: ``hook(cls, args, kwargs)`` runs the op.
 trace_hook = None
@@ -38,75 +46,6 @@ _fp_get, _fp_set, _fp_reset = _FP_STATE.get, _FP_STATE.set, _FP_STATE.reset
 
 class ShapeError(ValueError, RuntimeError):
     """Raised when the shapes given to an op do not fit together."""
-
-
-_RELEASED_MSG = (
-    "Trying to backward through the graph a second time (or to access saved tensors "
-    "after they have been freed) at {name}. Saved tensors are freed after backward; "
-    "call backward(retain_graph=True) the first time if you need to backward twice."
-)
-
-
-class SavedTensor:
-    """One tensor saved for backward, with the Storage version it had when saved.
-
-    ``kind`` is ``'leaf'`` (a leaf requiring grad: kept by identity so gradients reach
-    it), ``'input'``/``'output'`` (reconnected to ``grad_fn`` on unpack, for double
-    backward) or ``'const'`` (no graph).
-    """
-
-    __slots__ = ("mat", "impl", "grad_fn", "output_nr", "version", "kind", "packed")
-
-    def __init__(self, mat, impl, grad_fn, output_nr, kind) -> None:
-        self.mat = mat
-        self.impl = impl
-        self.grad_fn = grad_fn
-        self.output_nr = output_nr
-        self.kind = kind
-        self.version = mat.version
-        self.packed = None
-
-    def unpack(self, node: "Node"):
-        if self.packed is not None:
-            mat = self.packed[1](self.packed[0])._impl.data
-            # made by user code (which may keep it) while a backward runs: not new
-            mat.serial = 0
-        else:
-            mat = self.mat
-            found = mat.version
-            if found != self.version:
-                raise RuntimeError(
-                    f"one of the tensors needed for gradient computation has been modified "
-                    f"by an in-place operation: {node.name()} saved a tensor of shape "
-                    f"{list(mat.shape)} at version {self.version}; it is now at version "
-                    f"{found}. Use an out-of-place op, or clone() before modifying."
-                )
-        kind = self.kind
-        t = Tensor.__new__(Tensor)
-        if kind == "input":  # the common case first
-            fn = self.grad_fn
-            if fn is None:
-                impl = TensorImpl(mat, False)
-            else:
-                impl = TensorImpl(mat, True)
-                impl.grad_fn = fn
-                impl.output_nr = self.output_nr
-        elif kind == "leaf":
-            if self.packed is None:
-                t._impl = self.impl
-                return t
-            impl = leaf_alias(mat, self.impl)
-        elif kind == "output":
-            # An output's grad_fn is the saving node itself, passed in rather than
-            # stored: storing it would make a node -> saved -> node reference cycle.
-            impl = TensorImpl(mat, self.output_nr >= 0)
-            if self.output_nr >= 0:
-                impl.grad_fn = node
-                impl.output_nr = self.output_nr
-        else:  # const
-            impl = TensorImpl(mat, False)
-        t._impl = impl
-        return t
 
 
 class Node:
@@ -174,6 +113,25 @@ class Node:
             return (None if s is None else s.unpack(self), None if r is None else r.unpack(self))
         return tuple([None if s is None else s.unpack(self) for s in saved])
 
+    @property
+    def saved_mats(self) -> tuple:
+        """What ``saved_tensors`` gives, as the bare Mats: for ``Op.backward_mat``."""
+        if self._released:
+            raise RuntimeError(_RELEASED_MSG.format(name=self.name()))
+        saved = self._saved
+        if not saved:
+            return ()
+        if len(saved) == 1:
+            s = saved[0]
+            return (None if s is None else s.unpack_mat(self),)
+        if len(saved) == 2:
+            s, r = saved
+            return (
+                None if s is None else s.unpack_mat(self),
+                None if r is None else r.unpack_mat(self),
+            )
+        return tuple([None if s is None else s.unpack_mat(self) for s in saved])
+
     # ---- graph API
     def name(self) -> str:
         return f"{self._fn_cls.__name__}Backward"
@@ -227,6 +185,8 @@ class _OpNoGraphCtx:
 
 
 _OP_NO_GRAPH = _OpNoGraphCtx()
+#: The ctx with which a ``backward_mat`` runs another op's forward on Mats.
+NO_GRAPH = _OP_NO_GRAPH
 
 _NO_EDGE = (None, 0)
 _NEEDS_ONE = (True,)
@@ -257,6 +217,7 @@ class Function:
 
     _mat_forward = False
     _view_op = False
+    backward_mat = None  # built-in ops only (see Op)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -300,9 +261,24 @@ class Op(Function):
     (an input's, an output, or an intermediate) and ``saved_tensors`` gives them
     back as Tensors connected to the graph. Set ``_view_op = True`` on ops whose
     output may view an input's memory.
+
+    A hot op may also define ``backward_mat(ctx, *grad_output_mats)``: its backward on
+    Mats (the same kernels as ``backward``, in the same order, so the results are
+    bitwise equal), returning one Mat or None per forward input as ``backward`` does.
+    The engine runs it instead of ``backward`` when the backward pass is not recorded
+    (no ``create_graph``), sparing the Tensor ops their wrapping; it reads
+    ``ctx.saved_mats`` (``saved_tensors`` as Mats) and may run another op's forward on
+    Mats as ``Other.forward(NO_GRAPH, ...)``. ``backward`` stays the definition (and
+    the one ``create_graph`` differentiates): a subclass that overrides ``backward``
+    without ``backward_mat`` does not inherit its parent's.
     """
 
     _mat_forward = True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "backward" in cls.__dict__ and "backward_mat" not in cls.__dict__:
+            cls.backward_mat = None
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -379,7 +355,7 @@ class Op(Function):
                 else:
                     res._impl = impl = TensorImpl(out, False)
                 if node._to_save:
-                    _resolve_saved(cls, node, mats, impls, (out,), (out,))
+                    resolve_saved(cls, node, mats, impls, (out,), (out,))
             else:
                 return _finish(cls, node, mats, impls, out, kwargs)
             if cls._view_op:
@@ -511,7 +487,7 @@ def _finish(cls, node, args, impls, out, kwargs=None):
         if diff:
             impl.grad_fn = node
         if node._to_save:
-            _resolve_saved(cls, node, args, impls, (out,), (out,))
+            resolve_saved(cls, node, args, impls, (out,), (out,))
         res = Tensor.__new__(Tensor)
         res._impl = impl
         if cls._view_op:
@@ -552,49 +528,7 @@ def _finish(cls, node, args, impls, out, kwargs=None):
             [None if m is None else (m.shape, m.dtype, m.__class__) for m in mats]
         )
     if node._to_save:
-        _resolve_saved(cls, node, args, impls, outs, mats)
+        resolve_saved(cls, node, args, impls, outs, mats)
     if non_diff is not None:
         node._non_diff = None
     return results[0] if single else tuple(results)
-
-
-def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
-    """Turn what forward passed to save_for_backward into SavedTensors."""
-    saved = []
-    for obj in node._to_save:
-        if obj is None:
-            saved.append(None)
-            continue
-        for a, i in zip(args, impls):  # an input (the common case), inline: this is hot
-            if i is not None and (a is obj or i.data is obj):
-                if i.grad_fn is None and i.requires_grad:
-                    saved.append(SavedTensor(i.data, i, None, 0, "leaf"))
-                else:
-                    saved.append(SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input"))
-                break
-        else:
-            saved.append(_saved_other(cls, obj, outs, mats))
-    node._saved = saved
-    node._to_save = ()
-    hooks = state.saved_hooks
-    if hooks:
-        pack, unpack = hooks[-1]
-        for s in saved:
-            if s is not None:
-                t = Tensor.__new__(Tensor)
-                t._impl = TensorImpl(s.mat, False)
-                s.packed = (pack(t), unpack)
-                s.mat = None
-
-
-def _saved_other(cls, obj, outs, mats) -> SavedTensor:
-    """The SavedTensor of a saved object that is none of the inputs."""
-    mat = obj._impl.data if isinstance(obj, Tensor) else obj
-    if not isinstance(mat, ArrayMat):
-        raise TypeError(
-            f"{cls.__name__}: save_for_backward takes tensors, got {type(obj).__name__}"
-        )
-    for k, (o, m) in enumerate(zip(outs, mats)):
-        if o is obj or m is obj:  # output_nr -1: a non-differentiable output
-            return SavedTensor(mat, None, None, k if m.kind == "f" else -1, "output")
-    return SavedTensor(mat, None, None, 0, "const")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from nnkit.autograd.function import Op
+from nnkit.autograd.function import NO_GRAPH, Op
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import float_mat, reduce_dims, wrap_dim
 from nnkit.autograd.ops.elementwise import exp
@@ -84,6 +84,11 @@ class Sum(Op):
         g = Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, 1)
         return (g if g.dtype == ctx.in_dtype else g.to(_dt.from_np(ctx.in_dtype))), None, None, None
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        g = Unreduce.forward(NO_GRAPH, g, ctx.in_shape, ctx.dims, ctx.keepdim, 1)
+        return g.astype(ctx.in_dtype), None, None, None
+
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum of the elements over ``dim``.
@@ -127,6 +132,11 @@ class Mean(Op):
     def backward(ctx, grad_output):
         scale = 1 / ctx.count if ctx.count else 1.0  # no count: an empty gradient anyway
         return Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, scale), None, None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        scale = 1 / ctx.count if ctx.count else 1.0
+        return Unreduce.forward(NO_GRAPH, g, ctx.in_shape, ctx.dims, ctx.keepdim, scale), None, None
 
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
 from nnkit.autograd.ops._util import norm_dims, wrap_dim
 from nnkit.backends import dtypes as _dt
 
@@ -94,6 +94,14 @@ def reduce_grad(grad, meta):
         return grad
     g = sum_to(grad, shape)
     return g if g._impl.data.dtype == dtype else cast(g, dtype)
+
+
+def reduce_grad_mat(m, meta):
+    """:func:`reduce_grad` on a Mat (for an ``Op.backward_mat``): the same kernels."""
+    shape, dtype = meta
+    if m.shape != shape:
+        m = SumTo.forward(NO_GRAPH, m, shape)
+    return m if m.dtype == dtype else m.astype(dtype)
 
 
 def sum_to(x, shape):
