@@ -28,6 +28,12 @@ from nnkit.autograd.factories import tensor as _tensor
 from nnkit.autograd.function import _RELEASED_MSG
 from nnkit.autograd.grad_mode import state
 from nnkit.autograd.graph import format_forward_trace
+from nnkit.autograd.piece_grads import (
+    PARTIAL,
+    PieceGrad,
+    add_partial,
+    from_partial,
+)
 from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, tensor_method
 from nnkit.backends.fp_errors import quiet as quiet_fp
 from nnkit.backends.mat import next_serial
@@ -35,6 +41,7 @@ from nnkit.backends.mat import next_serial
 __all__ = ["run_backward", "PieceGrad"]
 
 _accumulate_lock = threading.RLock()
+_alloc = object.__new__
 
 
 def _root_grads(tensors, grads, owned):
@@ -198,7 +205,7 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
         buf = pop_buffer(node)
         if partial and node in partial:  # every piece has arrived: Tensors now
             partial.discard(node)
-            buf = [_from_partial(g, owned) if g.__class__ in _PARTIAL else g for g in buf]
+            buf = [from_partial(g, owned) if g.__class__ in PARTIAL else g for g in buf]
         if capture:
             _capture_targets(node, buf, targets, results, owned)
         ncls = node.__class__
@@ -232,43 +239,62 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                     raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
                 if len(buf) > 1 and any(g is None for g in buf):
                     buf = _fill_missing(node, buf, owned)
-                if owned:
-                    for g in buf:
-                        owned.discard(g._impl.data)
                 fn = node._fn_cls
-                start = next_serial()
-                mat_bwd = fn.backward_mat
-                if mat_bwd is not None and owned is not None:
-                    # not recorded: the op's backward on Mats, its results wrapped here
+                hooked = extra and node.post_hooks is not None
+                mat_bwd = fn.backward_mat if owned is not None else None
+                if mat_bwd is not None and not (hooked or anomaly):
+                    # Not recorded: the op's backward on Mats (the common route, inline),
+                    # its results owned and wrapped here (Tensor and TensorImpl made
+                    # inline as in Op.apply: tests/autograd/test_inline_objects.py).
                     if len(buf) == 1:
-                        res = mat_bwd(node, buf[0]._impl.data)
+                        m = buf[0]._impl.data
+                        owned.discard(m)
+                        start = next_serial()
+                        res = mat_bwd(node, m)
                     else:
+                        mats = [g._impl.data for g in buf]
+                        for m in mats:
+                            owned.discard(m)
+                        start = next_serial()
+                        res = mat_bwd(node, *mats)
+                    out = []
+                    for m in res if res.__class__ is tuple else (res,):
+                        if m is None:
+                            out.append(None)
+                            continue
+                        if m.serial > start:
+                            if m in owned:  # returned for two inputs: nobody's
+                                owned.discard(m)
+                                m.serial = 0
+                            else:
+                                owned.add(m)
+                        g = _alloc(Tensor)
+                        g._impl = i = _alloc(TensorImpl)
+                        i.data = m
+                        i.grad = i.grad_fn = None
+                        i.requires_grad = False
+                        i.output_nr = 0
+                        out.append(g)
+                else:
+                    if owned:
+                        for g in buf:
+                            owned.discard(g._impl.data)
+                    start = next_serial()
+                    if mat_bwd is not None:  # with hooks or anomaly checks to run
                         res = mat_bwd(node, *[g._impl.data for g in buf])
-                    out = _wrap_grads(res)
-                else:
-                    out = fn.backward(node, buf[0]) if len(buf) == 1 else fn.backward(node, *buf)
-                    if out.__class__ is not tuple:
-                        out = (out,)
-                if extra:
-                    if node._in_meta is not None:
+                        out = _wrap_grads(res)
+                    else:
+                        out = fn.backward(node, *buf) if len(buf) > 1 else fn.backward(node, buf[0])
+                        if out.__class__ is not tuple:
+                            out = (out,)
+                    if extra and node._in_meta is not None:
                         _check_user_grads(node, out)
-                    hooked = node.post_hooks is not None
-                else:
-                    hooked = False
-                if hooked or anomaly:
-                    out = _post_checks(node, out, buf, anomaly)
-                    if hooked:
-                        start = None  # the hooks saw (and may keep) the results
-                if owned is not None and start is not None and fn._mat_forward:
-                    for g in out:
-                        if g is not None and g.__class__ is not PieceGrad:
-                            m = g._impl.data
-                            if m.serial > start:
-                                if m in owned:  # returned for two inputs: nobody's
-                                    owned.discard(m)
-                                    m.serial = 0
-                                else:
-                                    owned.add(m)
+                    if hooked or anomaly:
+                        out = _post_checks(node, out, buf, anomaly)
+                        if hooked:
+                            start = None  # the hooks saw (and may keep) the results
+                    if owned is not None and start is not None and fn._mat_forward:
+                        _own_results(out, start, owned)
             del buf
             if out and len(out) != len(nexts):
                 raise RuntimeError(
@@ -299,8 +325,8 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                         nbuf[nr] = g
                         if g.__class__ is PieceGrad:
                             partial.add(nxt)
-                    elif prev.__class__ in _PARTIAL or g.__class__ is PieceGrad:
-                        nbuf[nr] = _add_partial(prev, g, owned)
+                    elif prev.__class__ in PARTIAL or g.__class__ is PieceGrad:
+                        nbuf[nr] = add_partial(prev, g, owned)
                         partial.add(nxt)
                     else:
                         nbuf[nr] = _sum(prev, g, owned)
@@ -315,6 +341,20 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                     push_ready(empty)
                 else:
                     push_ready(nxt)
+
+
+def _own_results(out, start, owned) -> None:
+    """The engine owns the gradients a built-in op's backward made (a serial newer than
+    ``start``), unless one is returned for two inputs (then it is nobody's)."""
+    for g in out:
+        if g is not None and g.__class__ is not PieceGrad:
+            m = g._impl.data
+            if m.serial > start:
+                if m in owned:
+                    owned.discard(m)
+                    m.serial = 0
+                else:
+                    owned.add(m)
 
 
 def _wrap_grads(res) -> tuple:
@@ -398,75 +438,6 @@ def _sum(prev, g, owned):
     m = pm.add(gm)
     owned.add(m)
     return Tensor._from_mat(m)
-
-
-class PieceGrad:
-    """The gradient of a tensor one piece of which was used: zero but for ``values`` at
-    ``idx`` (what the backward of indexing, ``unbind``, ``split`` and ``narrow``
-    returns when the backward is not recorded). The engine adds the pieces of one
-    tensor into one buffer, ``_Accumulated``, instead of materialising a zero-filled
-    full-size gradient per piece (quadratic in the number of pieces)."""
-
-    __slots__ = ("values", "shape", "idx")
-
-    def __init__(self, values, shape, idx) -> None:
-        self.values, self.shape, self.idx = values, shape, idx
-
-    def accumulated(self):
-        m = self.values._impl.data
-        return _Accumulated(type(m).zeros(self.shape, m.dtype).index_add_(self.idx, m))
-
-    def tensor(self):
-        return self.accumulated().tensor()
-
-
-class _Accumulated:
-    """A gradient buffer only the engine holds (summed into in place)."""
-
-    __slots__ = ("mat",)
-
-    def __init__(self, mat) -> None:
-        self.mat = mat
-
-    def tensor(self):
-        return Tensor._from_mat(self.mat)
-
-
-_PARTIAL = (PieceGrad, _Accumulated)
-
-
-def _from_partial(g, owned):
-    """The Tensor for a PieceGrad or an ``_Accumulated`` buffer, which the engine owns."""
-    if g.__class__ is PieceGrad:
-        g = g.accumulated()
-    if owned is not None:
-        owned.add(g.mat)
-    return g.tensor()
-
-
-def _add_partial(prev, g, owned):
-    """``prev + g`` where either is a :class:`PieceGrad` or an ``_Accumulated`` buffer:
-    pieces are added into the engine's buffer in place (no full-size temporary)."""
-    if prev.__class__ is not _Accumulated:
-        if g.__class__ is _Accumulated:
-            prev, g = g, prev
-        elif prev.__class__ is PieceGrad:
-            prev = prev.accumulated()
-        else:
-            m = prev._impl.data
-            if owned is not None and m in owned and m.is_unaliased():
-                owned.discard(m)  # the engine's already: used as the accumulator
-            else:  # a Tensor someone may hold: copied once into a buffer of the engine's
-                m = m.copy()
-            prev = _Accumulated(m)
-    if g.__class__ is PieceGrad:
-        prev.mat.index_add_(g.idx, g.values._impl.data)
-    else:
-        m = g.mat if g.__class__ is _Accumulated else g._impl.data
-        prev.mat.iadd(m)
-        if owned is not None:
-            owned.discard(m)
-    return prev
 
 
 class _EmptyNode:

@@ -189,6 +189,7 @@ _OP_NO_GRAPH = _OpNoGraphCtx()
 NO_GRAPH = _OP_NO_GRAPH
 
 _NO_EDGE = (None, 0)
+_alloc = object.__new__
 _NEEDS_ONE = (True,)
 
 
@@ -302,7 +303,13 @@ class Op(Function):
                 mats.append(a)
         if record and state.grad_enabled:
             # Record the node (inline _new_node: the forward of every op with a graph)
-            node = ctx = Node(cls)
+            node = ctx = _alloc(Node)  # Node(cls), inline as the result's Tensor below
+            node._fn_cls = cls
+            node._saved = None
+            node._released = False
+            node._n_outputs = 1
+            node._to_save = ()
+            node.meta = None
             n = len(args)
             if n == 1:  # a unary op: its one argument is a Tensor requiring grad
                 i = args[0]._impl
@@ -341,23 +348,29 @@ class Op(Function):
         finally:
             if token:
                 _fp_reset(token)
-        if out.__class__ is not tuple:
+        if out.__class__ is not tuple and (node is None or node._non_diff is None):
             # One output, built here rather than in _finish to spare a call: with no
             # graph (every op of a backward without create_graph) a plain Tensor; with
-            # one (the common forward), connected to the node.
-            res = Tensor.__new__(Tensor)
+            # one (the common forward), connected to the node. The Tensor and its
+            # TensorImpl are made inline, without TensorImpl's __init__ (a call from C,
+            # slow): every slot is set here (tests/autograd/test_inline_objects.py).
+            res = _alloc(Tensor)
+            res._impl = impl = _alloc(TensorImpl)
+            impl.data = out
+            impl.grad = None
+            impl.output_nr = 0
             if node is None:
-                res._impl = impl = TensorImpl(out, False)
-            elif node._non_diff is None:
+                impl.grad_fn = None
+                impl.requires_grad = False
+            else:
                 if out.dtype.kind == "f":
-                    res._impl = impl = TensorImpl(out, True)
                     impl.grad_fn = node
+                    impl.requires_grad = True
                 else:
-                    res._impl = impl = TensorImpl(out, False)
+                    impl.grad_fn = None
+                    impl.requires_grad = False
                 if node._to_save:
                     resolve_saved(cls, node, mats, impls, (out,), (out,))
-            else:
-                return _finish(cls, node, mats, impls, out, kwargs)
             if cls._view_op:
                 _mark_view(impl, impls or _impls_of(args), (cls, tuple(mats[1:]), kwargs))
             return res

@@ -16,6 +16,8 @@ from nnkit.backends.mat import ArrayMat
 
 __all__ = ["SavedTensor", "resolve_saved"]
 
+_alloc = object.__new__
+
 _RELEASED_MSG = (
     "Trying to backward through the graph a second time (or to access saved tensors "
     "after they have been freed) at {name}. Saved tensors are freed after backward; "
@@ -110,10 +112,17 @@ def resolve_saved(cls, node, args, impls, outs, mats) -> None:
             continue
         for a, i in zip(args, impls):  # an input (the common case), inline: this is hot
             if i is not None and (a is obj or i.data is obj):
-                if i.grad_fn is None and i.requires_grad:
-                    saved.append(SavedTensor(i.data, i, None, 0, "leaf"))
+                # SavedTensor(...) without the __init__ call (from C: slow)
+                s = _alloc(SavedTensor)
+                s.mat = m = i.data
+                s.version = m.version
+                s.packed = None
+                fn = i.grad_fn
+                if fn is None and i.requires_grad:
+                    s.impl, s.grad_fn, s.output_nr, s.kind = i, None, 0, "leaf"
                 else:
-                    saved.append(SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input"))
+                    s.impl, s.grad_fn, s.output_nr, s.kind = None, fn, i.output_nr, "input"
+                saved.append(s)
                 break
         else:
             saved.append(_saved_other(cls, obj, outs, mats))

@@ -34,6 +34,7 @@ __all__ = ["ArrayMat", "next_serial"]
 #: The next creation stamp (thread-safe): every Mat takes one when made, so a Mat whose
 #: ``serial`` exceeds a stamp drawn earlier was made after that moment.
 next_serial = count(1).__next__
+_alloc = object.__new__
 
 
 class ArrayMat(
@@ -72,13 +73,24 @@ class ArrayMat(
         return 0 if s is None else s.version
 
     # ----------------------------------------------------------------- wrapping
+    # Every kernel's result is made by _new (or _view): they set the slots __init__ sets,
+    # inline (a class call runs __init__ from C, which costs more than the arithmetic on
+    # small arrays). A subclass whose __init__ does more overrides both.
     def _new(self, array) -> "ArrayMat":
         """A Mat over a freshly computed array (its own Storage)."""
-        return self.__class__(array)
+        m = _alloc(self.__class__)
+        m.array = array
+        m._storage = None
+        m.shape = array.shape
+        m.dtype = array.dtype
+        m.serial = next_serial()
+        return m
 
     def _view(self, array) -> "ArrayMat":
         """A Mat over ``array``, which views this Mat's Storage."""
-        return self.__class__(array, self.storage)
+        m = ArrayMat._new(self, array)
+        m._storage = self.storage
+        return m
 
     @classmethod
     def wrap(cls, array) -> "ArrayMat":

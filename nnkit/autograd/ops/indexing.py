@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnkit.autograd.engine import PieceGrad
 from nnkit.autograd.factories import tensor
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops._util import wrap_dim
 from nnkit.autograd.ops.inplace import apply_inplace
 from nnkit.autograd.ops.shape import broadcast_shapes, expand, reshape, sum_to
+from nnkit.autograd.piece_grads import PieceGrad
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.check_kernels import check_index_range
 
