@@ -282,6 +282,11 @@ class Gather(Op):
         (index,) = ctx.saved_tensors
         return GatherGrad.apply(grad_output, ctx.in_shape, ctx.dim, index), None, None
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        (index,) = ctx.saved_mats
+        return g.gather_grad(ctx.in_shape, ctx.dim, index), None, None  # GatherGrad's
+
 
 class GatherGrad(Op):
     """Zeros of ``shape`` with ``g`` added at ``index`` along ``dim``: gather's backward

@@ -435,6 +435,15 @@ class LogSumExp(Op):
             g, out = reshape(g, keep), reshape(out, keep)
         return LogSumExpGrad.apply(g, x, out), None, None
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        x, out = ctx.saved_mats
+        if not ctx.keepdim:
+            keep = _keep_shape(ctx.in_shape, ctx.dims)
+            g = g if g.shape == keep else g.reshape(keep)
+            out = out if out.shape == keep else out.reshape(keep)
+        return g.logsumexp_grad(x, out), None, None  # LogSumExpGrad's
+
 
 class LogSumExpGrad(Op):
     """``g * exp(x - out)`` (g and out broadcasting over the reduced dimensions):
