@@ -285,22 +285,56 @@ class Op(Function):
     def apply(cls, *args, **kwargs):
         if trace_hook is not None:
             return trace_hook(cls, args, kwargs)
-        mats = []
-        record = False
-        mcls = None
-        for a in args:
+        n = len(args)
+        if n == 2:  # a binary op (the common case): the loop below, unrolled
+            a, b = args
             if isinstance(a, Tensor):
-                i = a._impl
-                m = i.data
-                if mcls is None:
-                    mcls = m.__class__
-                elif m.__class__ is not mcls or mcls.multi_device:
-                    _check_devices(cls, [t._impl.data for t in args if isinstance(t, Tensor)])
-                mats.append(m)
-                if i.requires_grad:
-                    record = True
+                ia = a._impl
+                ma = ia.data
+                if isinstance(b, Tensor):
+                    ib = b._impl
+                    mb = ib.data
+                    if ma.__class__ is not mb.__class__ or ma.multi_device:
+                        _check_devices(cls, [ma, mb])
+                    record = ia.requires_grad or ib.requires_grad
+                else:
+                    ib, mb = None, b
+                    record = ia.requires_grad
+            elif isinstance(b, Tensor):
+                ia, ma = None, a
+                ib = b._impl
+                mb = ib.data
+                record = ib.requires_grad
             else:
-                mats.append(a)
+                ia = ib = None
+                ma, mb = a, b
+                record = False
+            mats = (ma, mb)
+        elif n == 1:  # a unary op
+            a = args[0]
+            if isinstance(a, Tensor):
+                ia = a._impl
+                mats = (ia.data,)
+                record = ia.requires_grad
+            else:
+                mats, record = args, False
+        else:
+            mats = []
+            record = False
+            mcls = None
+            for a in args:
+                if isinstance(a, Tensor):
+                    i = a._impl
+                    m = i.data
+                    if mcls is None:
+                        mcls = m.__class__
+                    elif m.__class__ is not mcls or mcls.multi_device:
+                        _check_devices(cls, [t._impl.data for t in args if isinstance(t, Tensor)])
+                    mats.append(m)
+                    if i.requires_grad:
+                        record = True
+                else:
+                    mats.append(a)
         if record and state.grad_enabled:
             # Record the node (inline _new_node: the forward of every op with a graph)
             node = ctx = _alloc(Node)  # Node(cls), inline as the result's Tensor below
@@ -310,13 +344,27 @@ class Op(Function):
             node._n_outputs = 1
             node._to_save = ()
             node.meta = None
-            n = len(args)
             if n == 1:  # a unary op: its one argument is a Tensor requiring grad
-                i = args[0]._impl
-                impls = [i]
-                fn = i.grad_fn
+                impls = [ia]
+                fn = ia.grad_fn
                 node.needs_input_grad = _NEEDS_ONE
-                node.next_functions = ((fn, i.output_nr) if fn is not None else grad_edge(i),)
+                node.next_functions = ((fn, ia.output_nr) if fn is not None else grad_edge(ia),)
+            elif n == 2:  # a binary op (the common case), without the lists below
+                impls = [ia, ib]
+                if ia is not None and ia.requires_grad:
+                    fn = ia.grad_fn
+                    ea = (fn, ia.output_nr) if fn is not None else grad_edge(ia)
+                    na = True
+                else:
+                    ea, na = _NO_EDGE, False
+                if ib is not None and ib.requires_grad:
+                    fn = ib.grad_fn
+                    eb = (fn, ib.output_nr) if fn is not None else grad_edge(ib)
+                    nb = True
+                else:
+                    eb, nb = _NO_EDGE, False
+                node.needs_input_grad = (na, nb)
+                node.next_functions = (ea, eb)
             else:
                 impls = [None] * n
                 needs = [False] * n
@@ -340,7 +388,7 @@ class Op(Function):
         # NumPy's floating-point errors quiet, as torch (see nnkit.backends.fp_errors)
         token = _fp_get() is not _FP_QUIET and _fp_set(_FP_QUIET)
         try:
-            out = cls.forward(ctx, *mats, **kwargs)
+            out = cls.forward(ctx, *mats, **kwargs) if kwargs else cls.forward(ctx, *mats)
         except ValueError as exc:
             raise _shape_error(cls, exc, impls or _impls_of(args)) from None
         except ZeroDimCast as exc:  # rare: run again on the 0-d operand cast in the graph
