@@ -18,6 +18,11 @@ hook, returned by ``autograd.grad``, given to a user
 :class:`~nnkit.autograd.function.Function`, or sent to two places at once. An owned
 Mat is written only while :meth:`~nnkit.backends.mat.ArrayMat.is_unaliased`
 (nothing views its memory).
+
+Buffers. A gradient waiting for its node is a Tensor, or, where a built-in op's
+``backward_mat`` made it (no ``create_graph``), the bare Mat: the next ``backward_mat``
+takes it as it is, and it is wrapped as a Tensor only where it leaves the engine's
+hands (a Tensor ``backward``, a hook, a ``.grad``, ``autograd.grad``'s results).
 """
 
 from __future__ import annotations
@@ -41,7 +46,6 @@ from nnkit.backends.mat import next_serial
 __all__ = ["run_backward", "PieceGrad"]
 
 _accumulate_lock = threading.RLock()
-_alloc = object.__new__
 
 
 def _root_grads(tensors, grads, owned):
@@ -225,6 +229,7 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
             # test of it skips their checks on the common node.
             extra = node.__dict__
             if extra and (node.pre_hooks is not None or node.retained is not None):
+                buf = _tensors(buf)
                 _run_tensor_hooks(node, buf, owned)
             nexts = node.next_functions
             if buf[0] is None and (len(buf) == 1 or all(g is None for g in buf)):
@@ -243,39 +248,31 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                 hooked = extra and node.post_hooks is not None
                 mat_bwd = fn.backward_mat if owned is not None else None
                 if mat_bwd is not None and not (hooked or anomaly):
-                    # Not recorded: the op's backward on Mats (the common route, inline),
-                    # its results owned and wrapped here (Tensor and TensorImpl made
-                    # inline as in Op.apply: tests/autograd/test_inline_objects.py).
+                    # Not recorded: the op's backward on Mats (the common route, inline);
+                    # its results, owned here, stay Mats in the buffers.
                     if len(buf) == 1:
-                        m = buf[0]._impl.data
+                        m = buf[0]
+                        if isinstance(m, Tensor):
+                            m = m._impl.data
                         owned.discard(m)
                         start = next_serial()
                         res = mat_bwd(node, m)
                     else:
-                        mats = [g._impl.data for g in buf]
+                        mats = [g._impl.data if isinstance(g, Tensor) else g for g in buf]
                         for m in mats:
                             owned.discard(m)
                         start = next_serial()
                         res = mat_bwd(node, *mats)
-                    out = []
-                    for m in res if res.__class__ is tuple else (res,):
-                        if m is None:
-                            out.append(None)
-                            continue
-                        if m.serial > start:
+                    out = res if res.__class__ is tuple else (res,)
+                    for m in out:
+                        if m is not None and m.serial > start:
                             if m in owned:  # returned for two inputs: nobody's
                                 owned.discard(m)
                                 m.serial = 0
                             else:
                                 owned.add(m)
-                        g = _alloc(Tensor)
-                        g._impl = i = _alloc(TensorImpl)
-                        i.data = m
-                        i.grad = i.grad_fn = None
-                        i.requires_grad = False
-                        i.output_nr = 0
-                        out.append(g)
                 else:
+                    buf = _tensors(buf)
                     if owned:
                         for g in buf:
                             owned.discard(g._impl.data)
@@ -357,6 +354,11 @@ def _own_results(out, start, owned) -> None:
                     owned.add(m)
 
 
+def _tensors(buf) -> list:
+    """A node's buffer with its Mats (``backward_mat`` results) wrapped as Tensors."""
+    return [g if g is None or isinstance(g, Tensor) else Tensor._from_mat(g) for g in buf]
+
+
 def _wrap_grads(res) -> tuple:
     """What an ``Op.backward_mat`` returned (a Mat, None, or a tuple of them) as the
     tuple of Tensors (or None) that ``backward`` would have returned."""
@@ -415,13 +417,16 @@ def _check_user_grads(node, out) -> None:
 def _sum(prev, g, owned):
     """``prev + g``, written into whichever of the two buffers the engine owns and
     nothing views; else into a new buffer, which the engine then owns."""
-    if owned is None:  # the backward is recorded: a graph op
+    if owned is None:  # the backward is recorded: a graph op (and no Mats in buffers)
         return prev + g
-    pm, gm = prev._impl.data, g._impl.data
+    pm = prev._impl.data if isinstance(prev, Tensor) else prev
+    gm = g._impl.data if isinstance(g, Tensor) else g
     if not pm.same_kind_as(gm):
         owned.discard(pm)
         owned.discard(gm)
-        out = prev + g
+        out = (prev if pm is not prev else Tensor._from_mat(pm)) + (
+            g if gm is not g else Tensor._from_mat(gm)
+        )
         owned.add(out._impl.data)
         return out
     if pm in owned:
@@ -437,7 +442,7 @@ def _sum(prev, g, owned):
         owned.discard(gm)
     m = pm.add(gm)
     owned.add(m)
-    return Tensor._from_mat(m)
+    return m
 
 
 class _EmptyNode:
@@ -504,12 +509,16 @@ def _capture_targets(node, buf, targets, results, owned) -> None:
     for nr, g in enumerate(buf):
         k = targets.get((node, nr))
         if k is not None and g is not None:
+            if not isinstance(g, Tensor):
+                g = Tensor._from_mat(g)
             if owned:
                 owned.discard(g._impl.data)  # returned to the caller
             results[k] = g if results[k] is None else results[k] + g
 
 
 def _accumulate(impl, grad, owned) -> None:
+    if not isinstance(grad, Tensor):
+        grad = Tensor._from_mat(grad)
     gd, ld = grad._impl.data.dtype, impl.data.dtype
     if gd is not ld and gd != ld:
         # computed in another dtype (an operand cast in the forward, as a float64 0-d

@@ -66,7 +66,7 @@ def add_partial(prev, g, owned):
         elif prev.__class__ is PieceGrad:
             prev = prev.accumulated()
         else:
-            m = prev._impl.data
+            m = prev._impl.data if isinstance(prev, Tensor) else prev  # a Tensor or a Mat
             if owned is not None and m in owned and m.is_unaliased():
                 owned.discard(m)  # the engine's already: used as the accumulator
             else:  # a Tensor someone may hold: copied once into a buffer of the engine's
@@ -75,7 +75,7 @@ def add_partial(prev, g, owned):
     if g.__class__ is PieceGrad:
         prev.mat.index_add_(g.idx, g.values._impl.data)
     else:
-        m = g.mat if g.__class__ is _Accumulated else g._impl.data
+        m = g.mat if g.__class__ is _Accumulated else g._impl.data if isinstance(g, Tensor) else g
         prev.mat.iadd(m)
         if owned is not None:
             owned.discard(m)
