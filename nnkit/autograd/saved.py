@@ -125,7 +125,16 @@ def resolve_saved(cls, node, args, impls, outs, mats) -> None:
                 saved.append(s)
                 break
         else:
-            saved.append(_saved_other(cls, obj, outs, mats))
+            if obj is mats[0] and len(mats) == 1:  # the one output (tanh's, exp's, ...)
+                s = _alloc(SavedTensor)
+                s.mat = obj
+                s.version = obj.version
+                s.packed = s.impl = s.grad_fn = None
+                s.output_nr = 0 if obj.dtype.kind == "f" else -1
+                s.kind = "output"
+                saved.append(s)
+            else:
+                saved.append(_saved_other(cls, obj, outs, mats))
     node._saved = saved
     node._to_save = ()
     hooks = state.saved_hooks
