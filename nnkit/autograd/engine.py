@@ -356,7 +356,7 @@ def _own_results(out, start, owned) -> None:
 
 def _tensors(buf) -> list:
     """A node's buffer with its Mats (``backward_mat`` results) wrapped as Tensors."""
-    return [g if g is None or isinstance(g, Tensor) else Tensor._from_mat(g) for g in buf]
+    return [g if g is None else _as_tensor(g) for g in buf]
 
 
 def _wrap_grads(res) -> tuple:
@@ -424,9 +424,7 @@ def _sum(prev, g, owned):
     if not pm.same_kind_as(gm):
         owned.discard(pm)
         owned.discard(gm)
-        out = (prev if pm is not prev else Tensor._from_mat(pm)) + (
-            g if gm is not g else Tensor._from_mat(gm)
-        )
+        out = _as_tensor(prev) + _as_tensor(g)
         owned.add(out._impl.data)
         return out
     if pm in owned:
@@ -509,22 +507,22 @@ def _capture_targets(node, buf, targets, results, owned) -> None:
     for nr, g in enumerate(buf):
         k = targets.get((node, nr))
         if k is not None and g is not None:
-            if not isinstance(g, Tensor):
-                g = Tensor._from_mat(g)
+            g = _as_tensor(g)
             if owned:
                 owned.discard(g._impl.data)  # returned to the caller
             results[k] = g if results[k] is None else results[k] + g
 
 
 def _accumulate(impl, grad, owned) -> None:
-    if not isinstance(grad, Tensor):
-        grad = Tensor._from_mat(grad)
-    gd, ld = grad._impl.data.dtype, impl.data.dtype
+    """Store ``grad`` (a Tensor, or a Mat from the engine's buffers) into the leaf
+    ``impl``'s ``.grad``, after its dtype cast and hooks."""
+    gd, ld = (grad._impl.data if isinstance(grad, Tensor) else grad).dtype, impl.data.dtype
     if gd is not ld and gd != ld:
         # computed in another dtype (an operand cast in the forward, as a float64 0-d
         # tensor meeting a float32 tensor): the leaf's dtype, as torch casts it
-        grad = grad.to(Tensor._wrap(impl).dtype)
+        grad = _as_tensor(grad).to(Tensor._wrap(impl).dtype)
     if impl.hooks:
+        grad = _as_tensor(grad)
         if owned:
             owned.discard(grad._impl.data)  # the hooks may keep it
         for hook in list(impl.hooks):
@@ -536,22 +534,28 @@ def _accumulate(impl, grad, owned) -> None:
         hook(Tensor._wrap(impl))
 
 
+def _as_tensor(g):
+    """A buffer's gradient (a Tensor or a Mat) as a Tensor."""
+    return g if isinstance(g, Tensor) else Tensor._from_mat(g)
+
+
 def _store_grad(impl, grad, owned) -> None:
-    """Add ``grad`` into ``impl.grad``: the first gradient is taken over without a
-    copy when the engine owns its buffer (ownership passes to the ``.grad``)."""
+    """Add ``grad`` (a Tensor or a Mat) into ``impl.grad``: the first gradient is taken
+    over without a copy when the engine owns its buffer (ownership passes to the
+    ``.grad``)."""
     with _accumulate_lock:
         old = impl.grad
         if old is None:
             if owned is None:  # create_graph: the graph's own tensor
                 impl.grad = grad
                 return
-            m = grad._impl.data
+            m = grad._impl.data if isinstance(grad, Tensor) else grad
             if m in owned and m.is_unaliased() and m.is_contiguous():
                 owned.discard(m)  # now the .grad's
             else:
                 m = m.copy()
-            impl.grad = Tensor._wrap(TensorImpl(m))
+            impl.grad = Tensor._from_mat(m)
         elif owned is None or old._impl.requires_grad:
-            impl.grad = old + grad
+            impl.grad = old + _as_tensor(grad)
         else:
-            old._impl.data.iadd(grad._impl.data)
+            old._impl.data.iadd(grad._impl.data if isinstance(grad, Tensor) else grad)

@@ -407,7 +407,8 @@ class ArrayMat(
 
     # --------------------------------------------------------------- reductions
     def sum(self, axis=None, keepdims=False, dtype=None):
-        return self._new(self.xp.sum(self.array, axis=axis, keepdims=keepdims, dtype=dtype))
+        # the array's method: xp.sum's Python wrapper costs more than small sums
+        return self._new(self.array.sum(axis=axis, keepdims=keepdims, dtype=dtype))
 
     def mean(self, axis=None, keepdims=False):
         a = self.array
@@ -450,7 +451,7 @@ class ArrayMat(
         m = a.max(axis=axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, xp.zeros((), a.dtype))
         with np.errstate(divide="ignore"):  # an all -inf row gives -inf, as it should
-            return self._new(xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m)
+            return self._new(xp.log(xp.exp(a - m).sum(axis=axis, keepdims=True)) + m)
 
     def cumsum(self, axis):
         return self._new(self.xp.cumsum(self.array, axis=axis))
