@@ -258,7 +258,7 @@ def check_same_dtype(op: str, input, other, name: str = "other") -> None:
 
     Raises ``RuntimeError`` (PyTorch's class for this) naming ``op`` and both dtypes.
     """
-    if input.dtype != other.dtype:
+    if input._impl.data.dtype != other._impl.data.dtype:  # the Mats': no DType lookups
         raise RuntimeError(
             f"{op}: expected input and {name} to have the same dtype, got "
             f"{input.dtype} and {other.dtype}"

@@ -159,6 +159,8 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
         >>> nnkit.tensor([[1.0, 2.0], [3.0, 5.0]]).mean(dim=1)
         tensor([1.5000, 4.0000])
     """
+    if dtype is None and input._impl.data.dtype.kind == "f":  # the common case, checked
+        return Mean.apply(input, reduce_dims(dim, input.ndim, "mean"), keepdim)  # on the Mat
     dt = input.dtype if dtype is None else _dt.to_dtype(dtype)
     if not dt.is_floating_point:
         what = "input" if dtype is None else "dtype"
