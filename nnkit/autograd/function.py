@@ -13,8 +13,11 @@ Two flavours share the mechanism:
   :class:`~nnkit.backends.mat.ArrayMat` objects (no Tensor wrapping on the hot path).
 
 Either way ``backward`` receives Tensors and is written with Tensor ops, so
-``create_graph=True`` differentiates it again. ``Op.apply`` is the hottest code in
-nnkit (every op of every backward runs through it), hence its plain style.
+``create_graph=True`` differentiates it again. A hot built-in op also has a
+``backward_mat``, the same computation on Mats, which the engine runs when the backward
+is not recorded (see :class:`Op`). ``Op.apply`` is the hottest code in nnkit (every
+op of every forward, and of a backward's Tensor ops), hence its plain style: the unary
+and binary cases unrolled, the Node and the result's Tensor made without ``__init__``.
 """
 
 from __future__ import annotations

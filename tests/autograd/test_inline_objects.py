@@ -1,6 +1,7 @@
-"""The hot paths make Tensors, TensorImpls, Nodes, SavedTensors and Mats without their
-``__init__`` (a class call runs it from C, which costs more than the arithmetic on small
-tensors): every slot ``__init__`` sets must be set there too, to the same values."""
+"""The hot paths (``Op.apply``, ``resolve_saved``, ``ArrayMat._new``/``_view``) make
+Tensors, TensorImpls, Nodes, SavedTensors and Mats without their ``__init__`` (a class
+call runs it from C, which costs more than the arithmetic on small tensors): every slot
+``__init__`` sets must be set there too, to the same values."""
 
 from __future__ import annotations
 
