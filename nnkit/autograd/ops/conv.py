@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
 from nnkit.autograd.ops._util import check_tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
@@ -96,6 +96,18 @@ class ConvNd(Op):
         gx = ConvInputGrad.apply(grad_output, w, geom) if n[0] else None
         gw = ConvWeightGrad.apply(x, grad_output, geom, ctx.__dict__.get("cols")) if n[1] else None
         gb = grad_output.sum((0,) + tuple(range(2, grad_output.ndim))) if n[2] else None
+        return gx, gw, gb, None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        x, w = ctx.saved_mats
+        n, geom = ctx.needs_input_grad, ctx.geom
+        gx = ConvInputGrad.forward(NO_GRAPH, g, w, geom) if n[0] else None
+        gw = (
+            ConvWeightGrad.forward(NO_GRAPH, x, g, geom, ctx.__dict__.get("cols")) if n[1] else None
+        )
+        dims = (0,) + tuple(range(2, g.ndim))
+        gb = g.sum(axis=dims, keepdims=False, dtype=None) if n[2] else None  # as sum(g, dims)
         return gx, gw, gb, None
 
 
