@@ -39,7 +39,7 @@ from nnkit.autograd.piece_grads import (
     add_partial,
     from_partial,
 )
-from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, tensor_method
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, grad_edge, tensor_method
 from nnkit.backends.fp_errors import quiet as quiet_fp
 from nnkit.backends.mat import next_serial
 
@@ -362,21 +362,12 @@ def _tensors(buf) -> list:
 def _wrap_grads(res) -> tuple:
     """What an ``Op.backward_mat`` returned (a Mat, None, or a tuple of them) as the
     tuple of Tensors (or None) that ``backward`` would have returned."""
-    if res.__class__ is not tuple:
-        if res is None:
-            return (None,)
-        t = Tensor.__new__(Tensor)
-        t._impl = TensorImpl(res, False)
-        return (t,)
-    out = []
-    for m in res:
-        if m is None:
-            out.append(None)
-        else:
-            t = Tensor.__new__(Tensor)
-            t._impl = TensorImpl(m, False)
-            out.append(t)
-    return tuple(out)
+    return tuple(
+        [
+            None if m is None else Tensor._from_mat(m)
+            for m in (res if res.__class__ is tuple else (res,))
+        ]
+    )
 
 
 def _post_checks(node, out, buf, anomaly) -> tuple:
