@@ -18,6 +18,11 @@ hook, returned by ``autograd.grad``, given to a user
 :class:`~nnkit.autograd.function.Function`, or sent to two places at once. An owned
 Mat is written only while :meth:`~nnkit.backends.mat.ArrayMat.is_unaliased`
 (nothing views its memory).
+
+Buffers. A gradient waiting for its node is a Tensor, or, where a built-in op's
+``backward_mat`` made it (no ``create_graph``), the bare Mat: the next ``backward_mat``
+takes it as it is, and it is wrapped as a Tensor only where it leaves the engine's
+hands (a Tensor ``backward``, a hook, a ``.grad``, ``autograd.grad``'s results).
 """
 
 from __future__ import annotations
@@ -28,7 +33,13 @@ from nnkit.autograd.factories import tensor as _tensor
 from nnkit.autograd.function import _RELEASED_MSG
 from nnkit.autograd.grad_mode import state
 from nnkit.autograd.graph import format_forward_trace
-from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, tensor_method
+from nnkit.autograd.piece_grads import (
+    PARTIAL,
+    PieceGrad,
+    add_partial,
+    from_partial,
+)
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, grad_edge, tensor_method
 from nnkit.backends.fp_errors import quiet as quiet_fp
 from nnkit.backends.mat import next_serial
 
@@ -198,7 +209,7 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
         buf = pop_buffer(node)
         if partial and node in partial:  # every piece has arrived: Tensors now
             partial.discard(node)
-            buf = [_from_partial(g, owned) if g.__class__ in _PARTIAL else g for g in buf]
+            buf = [from_partial(g, owned) if g.__class__ in PARTIAL else g for g in buf]
         if capture:
             _capture_targets(node, buf, targets, results, owned)
         ncls = node.__class__
@@ -218,6 +229,7 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
             # test of it skips their checks on the common node.
             extra = node.__dict__
             if extra and (node.pre_hooks is not None or node.retained is not None):
+                buf = _tensors(buf)
                 _run_tensor_hooks(node, buf, owned)
             nexts = node.next_functions
             if buf[0] is None and (len(buf) == 1 or all(g is None for g in buf)):
@@ -232,34 +244,54 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                     raise RuntimeError(_RELEASED_MSG.format(name=node.name()))
                 if len(buf) > 1 and any(g is None for g in buf):
                     buf = _fill_missing(node, buf, owned)
-                if owned:
-                    for g in buf:
-                        owned.discard(g._impl.data)
                 fn = node._fn_cls
-                start = next_serial()
-                out = fn.backward(node, buf[0]) if len(buf) == 1 else fn.backward(node, *buf)
-                if out.__class__ is not tuple:
-                    out = (out,)
-                if extra:
-                    if node._in_meta is not None:
-                        _check_user_grads(node, out)
-                    hooked = node.post_hooks is not None
+                hooked = extra and node.post_hooks is not None
+                mat_bwd = fn.backward_mat if owned is not None else None
+                if mat_bwd is not None and not (hooked or anomaly):
+                    # Not recorded: the op's backward on Mats (the common route, inline);
+                    # its results, owned here, stay Mats in the buffers.
+                    if len(buf) == 1:
+                        m = buf[0]
+                        if isinstance(m, Tensor):
+                            m = m._impl.data
+                        owned.discard(m)
+                        start = next_serial()
+                        res = mat_bwd(node, m)
+                    else:
+                        mats = [g._impl.data if isinstance(g, Tensor) else g for g in buf]
+                        for m in mats:
+                            owned.discard(m)
+                        start = next_serial()
+                        res = mat_bwd(node, *mats)
+                    out = res if res.__class__ is tuple else (res,)
+                    for m in out:
+                        if m is not None and m.serial > start:
+                            if m in owned:  # returned for two inputs: nobody's
+                                owned.discard(m)
+                                m.serial = 0
+                            else:
+                                owned.add(m)
                 else:
-                    hooked = False
-                if hooked or anomaly:
-                    out = _post_checks(node, out, buf, anomaly)
-                    if hooked:
-                        start = None  # the hooks saw (and may keep) the results
-                if owned is not None and start is not None and fn._mat_forward:
-                    for g in out:
-                        if g is not None and g.__class__ is not PieceGrad:
-                            m = g._impl.data
-                            if m.serial > start:
-                                if m in owned:  # returned for two inputs: nobody's
-                                    owned.discard(m)
-                                    m.serial = 0
-                                else:
-                                    owned.add(m)
+                    buf = _tensors(buf)
+                    if owned:
+                        for g in buf:
+                            owned.discard(g._impl.data)
+                    start = next_serial()
+                    if mat_bwd is not None:  # with hooks or anomaly checks to run
+                        res = mat_bwd(node, *[g._impl.data for g in buf])
+                        out = _wrap_grads(res)
+                    else:
+                        out = fn.backward(node, *buf) if len(buf) > 1 else fn.backward(node, buf[0])
+                        if out.__class__ is not tuple:
+                            out = (out,)
+                    if extra and node._in_meta is not None:
+                        _check_user_grads(node, out)
+                    if hooked or anomaly:
+                        out = _post_checks(node, out, buf, anomaly)
+                        if hooked:
+                            start = None  # the hooks saw (and may keep) the results
+                    if owned is not None and start is not None and fn._mat_forward:
+                        _own_results(out, start, owned)
             del buf
             if out and len(out) != len(nexts):
                 raise RuntimeError(
@@ -290,8 +322,8 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                         nbuf[nr] = g
                         if g.__class__ is PieceGrad:
                             partial.add(nxt)
-                    elif prev.__class__ in _PARTIAL or g.__class__ is PieceGrad:
-                        nbuf[nr] = _add_partial(prev, g, owned)
+                    elif prev.__class__ in PARTIAL or g.__class__ is PieceGrad:
+                        nbuf[nr] = add_partial(prev, g, owned)
                         partial.add(nxt)
                     else:
                         nbuf[nr] = _sum(prev, g, owned)
@@ -306,6 +338,36 @@ def _execute(edges, grads, retain_graph, owned, targets, capture, results):
                     push_ready(empty)
                 else:
                     push_ready(nxt)
+
+
+def _own_results(out, start, owned) -> None:
+    """The engine owns the gradients a built-in op's backward made (a serial newer than
+    ``start``), unless one is returned for two inputs (then it is nobody's)."""
+    for g in out:
+        if g is not None and g.__class__ is not PieceGrad:
+            m = g._impl.data
+            if m.serial > start:
+                if m in owned:
+                    owned.discard(m)
+                    m.serial = 0
+                else:
+                    owned.add(m)
+
+
+def _tensors(buf) -> list:
+    """A node's buffer with its Mats (``backward_mat`` results) wrapped as Tensors."""
+    return [g if g is None else _as_tensor(g) for g in buf]
+
+
+def _wrap_grads(res) -> tuple:
+    """What an ``Op.backward_mat`` returned (a Mat, None, or a tuple of them) as the
+    tuple of Tensors (or None) that ``backward`` would have returned."""
+    return tuple(
+        [
+            None if m is None else Tensor._from_mat(m)
+            for m in (res if res.__class__ is tuple else (res,))
+        ]
+    )
 
 
 def _post_checks(node, out, buf, anomaly) -> tuple:
@@ -346,13 +408,14 @@ def _check_user_grads(node, out) -> None:
 def _sum(prev, g, owned):
     """``prev + g``, written into whichever of the two buffers the engine owns and
     nothing views; else into a new buffer, which the engine then owns."""
-    if owned is None:  # the backward is recorded: a graph op
+    if owned is None:  # the backward is recorded: a graph op (and no Mats in buffers)
         return prev + g
-    pm, gm = prev._impl.data, g._impl.data
+    pm = prev._impl.data if isinstance(prev, Tensor) else prev
+    gm = g._impl.data if isinstance(g, Tensor) else g
     if not pm.same_kind_as(gm):
         owned.discard(pm)
         owned.discard(gm)
-        out = prev + g
+        out = _as_tensor(prev) + _as_tensor(g)
         owned.add(out._impl.data)
         return out
     if pm in owned:
@@ -368,76 +431,7 @@ def _sum(prev, g, owned):
         owned.discard(gm)
     m = pm.add(gm)
     owned.add(m)
-    return Tensor._from_mat(m)
-
-
-class PieceGrad:
-    """The gradient of a tensor one piece of which was used: zero but for ``values`` at
-    ``idx`` (what the backward of indexing, ``unbind``, ``split`` and ``narrow``
-    returns when the backward is not recorded). The engine adds the pieces of one
-    tensor into one buffer, ``_Accumulated``, instead of materialising a zero-filled
-    full-size gradient per piece (quadratic in the number of pieces)."""
-
-    __slots__ = ("values", "shape", "idx")
-
-    def __init__(self, values, shape, idx) -> None:
-        self.values, self.shape, self.idx = values, shape, idx
-
-    def accumulated(self):
-        m = self.values._impl.data
-        return _Accumulated(type(m).zeros(self.shape, m.dtype).index_add_(self.idx, m))
-
-    def tensor(self):
-        return self.accumulated().tensor()
-
-
-class _Accumulated:
-    """A gradient buffer only the engine holds (summed into in place)."""
-
-    __slots__ = ("mat",)
-
-    def __init__(self, mat) -> None:
-        self.mat = mat
-
-    def tensor(self):
-        return Tensor._from_mat(self.mat)
-
-
-_PARTIAL = (PieceGrad, _Accumulated)
-
-
-def _from_partial(g, owned):
-    """The Tensor for a PieceGrad or an ``_Accumulated`` buffer, which the engine owns."""
-    if g.__class__ is PieceGrad:
-        g = g.accumulated()
-    if owned is not None:
-        owned.add(g.mat)
-    return g.tensor()
-
-
-def _add_partial(prev, g, owned):
-    """``prev + g`` where either is a :class:`PieceGrad` or an ``_Accumulated`` buffer:
-    pieces are added into the engine's buffer in place (no full-size temporary)."""
-    if prev.__class__ is not _Accumulated:
-        if g.__class__ is _Accumulated:
-            prev, g = g, prev
-        elif prev.__class__ is PieceGrad:
-            prev = prev.accumulated()
-        else:
-            m = prev._impl.data
-            if owned is not None and m in owned and m.is_unaliased():
-                owned.discard(m)  # the engine's already: used as the accumulator
-            else:  # a Tensor someone may hold: copied once into a buffer of the engine's
-                m = m.copy()
-            prev = _Accumulated(m)
-    if g.__class__ is PieceGrad:
-        prev.mat.index_add_(g.idx, g.values._impl.data)
-    else:
-        m = g.mat if g.__class__ is _Accumulated else g._impl.data
-        prev.mat.iadd(m)
-        if owned is not None:
-            owned.discard(m)
-    return prev
+    return m
 
 
 class _EmptyNode:
@@ -504,18 +498,22 @@ def _capture_targets(node, buf, targets, results, owned) -> None:
     for nr, g in enumerate(buf):
         k = targets.get((node, nr))
         if k is not None and g is not None:
+            g = _as_tensor(g)
             if owned:
                 owned.discard(g._impl.data)  # returned to the caller
             results[k] = g if results[k] is None else results[k] + g
 
 
 def _accumulate(impl, grad, owned) -> None:
-    gd, ld = grad._impl.data.dtype, impl.data.dtype
+    """Store ``grad`` (a Tensor, or a Mat from the engine's buffers) into the leaf
+    ``impl``'s ``.grad``, after its dtype cast and hooks."""
+    gd, ld = (grad._impl.data if isinstance(grad, Tensor) else grad).dtype, impl.data.dtype
     if gd is not ld and gd != ld:
         # computed in another dtype (an operand cast in the forward, as a float64 0-d
         # tensor meeting a float32 tensor): the leaf's dtype, as torch casts it
-        grad = grad.to(Tensor._wrap(impl).dtype)
+        grad = _as_tensor(grad).to(Tensor._wrap(impl).dtype)
     if impl.hooks:
+        grad = _as_tensor(grad)
         if owned:
             owned.discard(grad._impl.data)  # the hooks may keep it
         for hook in list(impl.hooks):
@@ -527,22 +525,28 @@ def _accumulate(impl, grad, owned) -> None:
         hook(Tensor._wrap(impl))
 
 
+def _as_tensor(g):
+    """A buffer's gradient (a Tensor or a Mat) as a Tensor."""
+    return g if isinstance(g, Tensor) else Tensor._from_mat(g)
+
+
 def _store_grad(impl, grad, owned) -> None:
-    """Add ``grad`` into ``impl.grad``: the first gradient is taken over without a
-    copy when the engine owns its buffer (ownership passes to the ``.grad``)."""
+    """Add ``grad`` (a Tensor or a Mat) into ``impl.grad``: the first gradient is taken
+    over without a copy when the engine owns its buffer (ownership passes to the
+    ``.grad``)."""
     with _accumulate_lock:
         old = impl.grad
         if old is None:
             if owned is None:  # create_graph: the graph's own tensor
                 impl.grad = grad
                 return
-            m = grad._impl.data
+            m = grad._impl.data if isinstance(grad, Tensor) else grad
             if m in owned and m.is_unaliased() and m.is_contiguous():
                 owned.discard(m)  # now the .grad's
             else:
                 m = m.copy()
-            impl.grad = Tensor._wrap(TensorImpl(m))
+            impl.grad = Tensor._from_mat(m)
         elif owned is None or old._impl.requires_grad:
-            impl.grad = old + grad
+            impl.grad = old + _as_tensor(grad)
         else:
-            old._impl.data.iadd(grad._impl.data)
+            old._impl.data.iadd(grad._impl.data if isinstance(grad, Tensor) else grad)

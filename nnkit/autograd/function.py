@@ -13,8 +13,11 @@ Two flavours share the mechanism:
   :class:`~nnkit.backends.mat.ArrayMat` objects (no Tensor wrapping on the hot path).
 
 Either way ``backward`` receives Tensors and is written with Tensor ops, so
-``create_graph=True`` differentiates it again. ``Op.apply`` is the hottest code in
-nnkit (every op of every backward runs through it), hence its plain style.
+``create_graph=True`` differentiates it again. A hot built-in op also has a
+``backward_mat``, the same computation on Mats, which the engine runs when the backward
+is not recorded (see :class:`Op`). ``Op.apply`` is the hottest code in nnkit (every
+op of every forward, and of a backward's Tensor ops), hence its plain style: the unary
+and binary cases unrolled, the Node and the result's Tensor made without ``__init__``.
 """
 
 from __future__ import annotations
@@ -23,12 +26,20 @@ import traceback
 
 from nnkit.autograd.grad_mode import state
 from nnkit.autograd.handles import RemovableHandle
-from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge, leaf_alias
+from nnkit.autograd.saved import _RELEASED_MSG, resolve_saved
+from nnkit.autograd.tensor import AccumulateGrad, Tensor, TensorImpl, grad_edge
 from nnkit.backends.fp_errors import QUIET as _FP_QUIET
 from nnkit.backends.fp_errors import STATE as _FP_STATE
-from nnkit.backends.mat import ArrayMat
 
-__all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "ShapeError"]
+__all__ = [
+    "Function",
+    "Op",
+    "Node",
+    "AccumulateGrad",
+    "RemovableHandle",
+    "ShapeError",
+    "NO_GRAPH",
+]
 
 # Set only while nnkit.onnx traces a model: ``hook(cls, args, kwargs)`` runs the op.
 trace_hook = None
@@ -38,75 +49,6 @@ _fp_get, _fp_set, _fp_reset = _FP_STATE.get, _FP_STATE.set, _FP_STATE.reset
 
 class ShapeError(ValueError, RuntimeError):
     """Raised when the shapes given to an op do not fit together."""
-
-
-_RELEASED_MSG = (
-    "Trying to backward through the graph a second time (or to access saved tensors "
-    "after they have been freed) at {name}. Saved tensors are freed after backward; "
-    "call backward(retain_graph=True) the first time if you need to backward twice."
-)
-
-
-class SavedTensor:
-    """One tensor saved for backward, with the Storage version it had when saved.
-
-    ``kind`` is ``'leaf'`` (a leaf requiring grad: kept by identity so gradients reach
-    it), ``'input'``/``'output'`` (reconnected to ``grad_fn`` on unpack, for double
-    backward) or ``'const'`` (no graph).
-    """
-
-    __slots__ = ("mat", "impl", "grad_fn", "output_nr", "version", "kind", "packed")
-
-    def __init__(self, mat, impl, grad_fn, output_nr, kind) -> None:
-        self.mat = mat
-        self.impl = impl
-        self.grad_fn = grad_fn
-        self.output_nr = output_nr
-        self.kind = kind
-        self.version = mat.version
-        self.packed = None
-
-    def unpack(self, node: "Node"):
-        if self.packed is not None:
-            mat = self.packed[1](self.packed[0])._impl.data
-            # made by user code (which may keep it) while a backward runs: not new
-            mat.serial = 0
-        else:
-            mat = self.mat
-            found = mat.version
-            if found != self.version:
-                raise RuntimeError(
-                    f"one of the tensors needed for gradient computation has been modified "
-                    f"by an in-place operation: {node.name()} saved a tensor of shape "
-                    f"{list(mat.shape)} at version {self.version}; it is now at version "
-                    f"{found}. Use an out-of-place op, or clone() before modifying."
-                )
-        kind = self.kind
-        t = Tensor.__new__(Tensor)
-        if kind == "input":  # the common case first
-            fn = self.grad_fn
-            if fn is None:
-                impl = TensorImpl(mat, False)
-            else:
-                impl = TensorImpl(mat, True)
-                impl.grad_fn = fn
-                impl.output_nr = self.output_nr
-        elif kind == "leaf":
-            if self.packed is None:
-                t._impl = self.impl
-                return t
-            impl = leaf_alias(mat, self.impl)
-        elif kind == "output":
-            # An output's grad_fn is the saving node itself, passed in rather than
-            # stored: storing it would make a node -> saved -> node reference cycle.
-            impl = TensorImpl(mat, self.output_nr >= 0)
-            if self.output_nr >= 0:
-                impl.grad_fn = node
-                impl.output_nr = self.output_nr
-        else:  # const
-            impl = TensorImpl(mat, False)
-        t._impl = impl
-        return t
 
 
 class Node:
@@ -174,6 +116,25 @@ class Node:
             return (None if s is None else s.unpack(self), None if r is None else r.unpack(self))
         return tuple([None if s is None else s.unpack(self) for s in saved])
 
+    @property
+    def saved_mats(self) -> tuple:
+        """What ``saved_tensors`` gives, as the bare Mats: for ``Op.backward_mat``."""
+        if self._released:
+            raise RuntimeError(_RELEASED_MSG.format(name=self.name()))
+        saved = self._saved
+        if not saved:
+            return ()
+        if len(saved) == 1:
+            s = saved[0]
+            return (None if s is None else s.unpack_mat(self),)
+        if len(saved) == 2:
+            s, r = saved
+            return (
+                None if s is None else s.unpack_mat(self),
+                None if r is None else r.unpack_mat(self),
+            )
+        return tuple([None if s is None else s.unpack_mat(self) for s in saved])
+
     # ---- graph API
     def name(self) -> str:
         return f"{self._fn_cls.__name__}Backward"
@@ -227,8 +188,11 @@ class _OpNoGraphCtx:
 
 
 _OP_NO_GRAPH = _OpNoGraphCtx()
+#: The ctx with which a ``backward_mat`` runs another op's forward on Mats.
+NO_GRAPH = _OP_NO_GRAPH
 
 _NO_EDGE = (None, 0)
+_alloc = object.__new__
 _NEEDS_ONE = (True,)
 
 
@@ -257,6 +221,7 @@ class Function:
 
     _mat_forward = False
     _view_op = False
+    backward_mat = None  # built-in ops only (see Op)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -300,40 +265,109 @@ class Op(Function):
     (an input's, an output, or an intermediate) and ``saved_tensors`` gives them
     back as Tensors connected to the graph. Set ``_view_op = True`` on ops whose
     output may view an input's memory.
+
+    A hot op may also define ``backward_mat(ctx, *grad_output_mats)``: its backward on
+    Mats (the same kernels as ``backward``, in the same order, so the results are
+    bitwise equal), returning one Mat or None per forward input as ``backward`` does.
+    The engine runs it instead of ``backward`` when the backward pass is not recorded
+    (no ``create_graph``), sparing the Tensor ops their wrapping; it reads
+    ``ctx.saved_mats`` (``saved_tensors`` as Mats) and may run another op's forward on
+    Mats as ``Other.forward(NO_GRAPH, ...)``. ``backward`` stays the definition (and
+    the one ``create_graph`` differentiates): a subclass that overrides ``backward``
+    without ``backward_mat`` does not inherit its parent's.
     """
 
     _mat_forward = True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "backward" in cls.__dict__ and "backward_mat" not in cls.__dict__:
+            cls.backward_mat = None
 
     @classmethod
     def apply(cls, *args, **kwargs):
         if trace_hook is not None:
             return trace_hook(cls, args, kwargs)
-        mats = []
-        record = False
-        mcls = None
-        for a in args:
+        n = len(args)
+        if n == 2:  # a binary op (the common case): the loop below, unrolled
+            a, b = args
             if isinstance(a, Tensor):
-                i = a._impl
-                m = i.data
-                if mcls is None:
-                    mcls = m.__class__
-                elif m.__class__ is not mcls or mcls.multi_device:
-                    _check_devices(cls, [t._impl.data for t in args if isinstance(t, Tensor)])
-                mats.append(m)
-                if i.requires_grad:
-                    record = True
+                ia = a._impl
+                ma = ia.data
+                if isinstance(b, Tensor):
+                    ib = b._impl
+                    mb = ib.data
+                    if ma.__class__ is not mb.__class__ or ma.multi_device:
+                        _check_devices(cls, [ma, mb])
+                    record = ia.requires_grad or ib.requires_grad
+                else:
+                    ib, mb = None, b
+                    record = ia.requires_grad
+            elif isinstance(b, Tensor):
+                ia, ma = None, a
+                ib = b._impl
+                mb = ib.data
+                record = ib.requires_grad
             else:
-                mats.append(a)
+                ia = ib = None
+                ma, mb = a, b
+                record = False
+            mats = (ma, mb)
+        elif n == 1:  # a unary op
+            a = args[0]
+            if isinstance(a, Tensor):
+                ia = a._impl
+                mats = (ia.data,)
+                record = ia.requires_grad
+            else:
+                mats, record = args, False
+        else:
+            mats = []
+            record = False
+            mcls = None
+            for a in args:
+                if isinstance(a, Tensor):
+                    i = a._impl
+                    m = i.data
+                    if mcls is None:
+                        mcls = m.__class__
+                    elif m.__class__ is not mcls or mcls.multi_device:
+                        _check_devices(cls, [t._impl.data for t in args if isinstance(t, Tensor)])
+                    mats.append(m)
+                    if i.requires_grad:
+                        record = True
+                else:
+                    mats.append(a)
         if record and state.grad_enabled:
             # Record the node (inline _new_node: the forward of every op with a graph)
-            node = ctx = Node(cls)
-            n = len(args)
+            node = ctx = _alloc(Node)  # Node(cls), inline as the result's Tensor below
+            node._fn_cls = cls
+            node._saved = None
+            node._released = False
+            node._n_outputs = 1
+            node._to_save = ()
+            node.meta = None
             if n == 1:  # a unary op: its one argument is a Tensor requiring grad
-                i = args[0]._impl
-                impls = [i]
-                fn = i.grad_fn
+                impls = [ia]
+                fn = ia.grad_fn
                 node.needs_input_grad = _NEEDS_ONE
-                node.next_functions = ((fn, i.output_nr) if fn is not None else grad_edge(i),)
+                node.next_functions = ((fn, ia.output_nr) if fn is not None else grad_edge(ia),)
+            elif n == 2:  # a binary op (the common case), without the lists below
+                impls = [ia, ib]
+                if ia is not None and ia.requires_grad:
+                    fn = ia.grad_fn
+                    ea = (fn, ia.output_nr) if fn is not None else grad_edge(ia)
+                    na = True
+                else:
+                    ea, na = _NO_EDGE, False
+                if ib is not None and ib.requires_grad:
+                    fn = ib.grad_fn
+                    eb = (fn, ib.output_nr) if fn is not None else grad_edge(ib)
+                    nb = True
+                else:
+                    eb, nb = _NO_EDGE, False
+                node.needs_input_grad = (na, nb)
+                node.next_functions = (ea, eb)
             else:
                 impls = [None] * n
                 needs = [False] * n
@@ -357,7 +391,7 @@ class Op(Function):
         # NumPy's floating-point errors quiet, as torch (see nnkit.backends.fp_errors)
         token = _fp_get() is not _FP_QUIET and _fp_set(_FP_QUIET)
         try:
-            out = cls.forward(ctx, *mats, **kwargs)
+            out = cls.forward(ctx, *mats, **kwargs) if kwargs else cls.forward(ctx, *mats)
         except ValueError as exc:
             raise _shape_error(cls, exc, impls or _impls_of(args)) from None
         except ZeroDimCast as exc:  # rare: run again on the 0-d operand cast in the graph
@@ -365,23 +399,29 @@ class Op(Function):
         finally:
             if token:
                 _fp_reset(token)
-        if out.__class__ is not tuple:
+        if out.__class__ is not tuple and (node is None or node._non_diff is None):
             # One output, built here rather than in _finish to spare a call: with no
             # graph (every op of a backward without create_graph) a plain Tensor; with
-            # one (the common forward), connected to the node.
-            res = Tensor.__new__(Tensor)
+            # one (the common forward), connected to the node. The Tensor and its
+            # TensorImpl are made inline, without TensorImpl's __init__ (a call from C,
+            # slow): every slot is set here (tests/autograd/test_inline_objects.py).
+            res = _alloc(Tensor)
+            res._impl = impl = _alloc(TensorImpl)
+            impl.data = out
+            impl.grad = None
+            impl.output_nr = 0
             if node is None:
-                res._impl = impl = TensorImpl(out, False)
-            elif node._non_diff is None:
-                if out.dtype.kind == "f":
-                    res._impl = impl = TensorImpl(out, True)
-                    impl.grad_fn = node
-                else:
-                    res._impl = impl = TensorImpl(out, False)
-                if node._to_save:
-                    _resolve_saved(cls, node, mats, impls, (out,), (out,))
+                impl.grad_fn = None
+                impl.requires_grad = False
             else:
-                return _finish(cls, node, mats, impls, out, kwargs)
+                if out.dtype.kind == "f":
+                    impl.grad_fn = node
+                    impl.requires_grad = True
+                else:
+                    impl.grad_fn = None
+                    impl.requires_grad = False
+                if node._to_save:
+                    resolve_saved(cls, node, mats, impls, (out,), (out,))
             if cls._view_op:
                 _mark_view(impl, impls or _impls_of(args), (cls, tuple(mats[1:]), kwargs))
             return res
@@ -511,7 +551,7 @@ def _finish(cls, node, args, impls, out, kwargs=None):
         if diff:
             impl.grad_fn = node
         if node._to_save:
-            _resolve_saved(cls, node, args, impls, (out,), (out,))
+            resolve_saved(cls, node, args, impls, (out,), (out,))
         res = Tensor.__new__(Tensor)
         res._impl = impl
         if cls._view_op:
@@ -552,49 +592,7 @@ def _finish(cls, node, args, impls, out, kwargs=None):
             [None if m is None else (m.shape, m.dtype, m.__class__) for m in mats]
         )
     if node._to_save:
-        _resolve_saved(cls, node, args, impls, outs, mats)
+        resolve_saved(cls, node, args, impls, outs, mats)
     if non_diff is not None:
         node._non_diff = None
     return results[0] if single else tuple(results)
-
-
-def _resolve_saved(cls, node, args, impls, outs, mats) -> None:
-    """Turn what forward passed to save_for_backward into SavedTensors."""
-    saved = []
-    for obj in node._to_save:
-        if obj is None:
-            saved.append(None)
-            continue
-        for a, i in zip(args, impls):  # an input (the common case), inline: this is hot
-            if i is not None and (a is obj or i.data is obj):
-                if i.grad_fn is None and i.requires_grad:
-                    saved.append(SavedTensor(i.data, i, None, 0, "leaf"))
-                else:
-                    saved.append(SavedTensor(i.data, None, i.grad_fn, i.output_nr, "input"))
-                break
-        else:
-            saved.append(_saved_other(cls, obj, outs, mats))
-    node._saved = saved
-    node._to_save = ()
-    hooks = state.saved_hooks
-    if hooks:
-        pack, unpack = hooks[-1]
-        for s in saved:
-            if s is not None:
-                t = Tensor.__new__(Tensor)
-                t._impl = TensorImpl(s.mat, False)
-                s.packed = (pack(t), unpack)
-                s.mat = None
-
-
-def _saved_other(cls, obj, outs, mats) -> SavedTensor:
-    """The SavedTensor of a saved object that is none of the inputs."""
-    mat = obj._impl.data if isinstance(obj, Tensor) else obj
-    if not isinstance(mat, ArrayMat):
-        raise TypeError(
-            f"{cls.__name__}: save_for_backward takes tensors, got {type(obj).__name__}"
-        )
-    for k, (o, m) in enumerate(zip(outs, mats)):
-        if o is obj or m is obj:  # output_nr -1: a non-differentiable output
-            return SavedTensor(mat, None, None, k if m.kind == "f" else -1, "output")
-    return SavedTensor(mat, None, None, 0, "const")

@@ -35,6 +35,7 @@ __all__ = ["ArrayMat", "next_serial"]
 #: The next creation stamp (thread-safe): every Mat takes one when made, so a Mat whose
 #: ``serial`` exceeds a stamp drawn earlier was made after that moment.
 next_serial = count(1).__next__
+_alloc = object.__new__
 
 
 class ArrayMat(
@@ -78,13 +79,24 @@ class ArrayMat(
         return 0 if s is None else s.version
 
     # ----------------------------------------------------------------- wrapping
+    # Every kernel's result is made by _new (or _view): they set the slots __init__ sets,
+    # inline (a class call runs __init__ from C, which costs more than the arithmetic on
+    # small arrays). A subclass whose __init__ does more overrides both.
     def _new(self, array) -> "ArrayMat":
         """A Mat over a freshly computed array (its own Storage)."""
-        return self.__class__(array)
+        m = _alloc(self.__class__)
+        m.array = array
+        m._storage = None
+        m.shape = array.shape
+        m.dtype = array.dtype
+        m.serial = next_serial()
+        return m
 
     def _view(self, array) -> "ArrayMat":
         """A Mat over ``array``, which views this Mat's Storage."""
-        return self.__class__(array, self.storage)
+        m = ArrayMat._new(self, array)
+        m._storage = self.storage
+        return m
 
     @classmethod
     def wrap(cls, array) -> "ArrayMat":
@@ -401,7 +413,8 @@ class ArrayMat(
 
     # --------------------------------------------------------------- reductions
     def sum(self, axis=None, keepdims=False, dtype=None):
-        return self._new(self.xp.sum(self.array, axis=axis, keepdims=keepdims, dtype=dtype))
+        # the array's method: xp.sum's Python wrapper costs more than small sums
+        return self._new(self.array.sum(axis=axis, keepdims=keepdims, dtype=dtype))
 
     def mean(self, axis=None, keepdims=False):
         a = self.array
@@ -444,7 +457,7 @@ class ArrayMat(
         m = a.max(axis=axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, xp.zeros((), a.dtype))
         with np.errstate(divide="ignore"):  # an all -inf row gives -inf, as it should
-            return self._new(xp.log(xp.sum(xp.exp(a - m), axis=axis, keepdims=True)) + m)
+            return self._new(xp.log(xp.exp(a - m).sum(axis=axis, keepdims=True)) + m)
 
     def cumsum(self, axis):
         return self._new(self.xp.cumsum(self.array, axis=axis))

@@ -4,7 +4,6 @@ function reaches, and the gradient bindings it reads and writes while recorded."
 from __future__ import annotations
 
 import functools
-import sys
 from types import BuiltinFunctionType, FunctionType, MethodType
 
 import numpy as np
@@ -20,7 +19,6 @@ __all__ = ["GradTracker", "arg_key", "discover", "hooks_reason", "state_key"]
 
 #: TensorImpl's own ``grad`` slot (the tracker puts a property in front of it).
 _GRAD = TensorImpl.__dict__["grad"]
-_INIT = TensorImpl.__init__.__code__  # its ``self.grad = None`` is no binding to track
 _VALUES = (int, float, bool, str, bytes, complex, type(None))
 _CALLABLES = (FunctionType, MethodType, BuiltinFunctionType, functools.partial)
 _TRACKED = frozenset((*_VALUES, *_CALLABLES))
@@ -206,9 +204,14 @@ class GradTracker:
 
     def _set(self, impl, value) -> None:
         rec = self.rec
-        if recording.active() is rec and sys._getframe(1).f_code is not _INIT:
+        if recording.active() is rec:
+            try:
+                before = _GRAD.__get__(impl, TensorImpl)
+            except AttributeError:  # the slot's first write: a TensorImpl being made
+                _GRAD.__set__(impl, value)
+                return
             if id(impl) not in self.first:
-                self.first[id(impl)] = (impl, "w", _GRAD.__get__(impl, TensorImpl))
+                self.first[id(impl)] = (impl, "w", before)
             if value is not None and not rec.known(value._impl.data):
                 rec.fail("a gradient made outside the recorded kernels is assigned")
             rec.append(_GRAD.__set__, (impl, value), name="set grad")

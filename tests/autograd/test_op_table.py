@@ -185,3 +185,48 @@ def test_nondifferentiable_has_no_grad_fn(spec, sample, device):
     out = _call(spec, sample, args)
     for o in out if isinstance(out, (tuple, list)) else [out]:
         assert o.grad_fn is None and not o.requires_grad
+
+
+#: Ops whose unrecorded backward is another computation, equal within float rounding.
+_UNRECORDED_DIFFERS = {
+    "cross_entropy": "one fused kernel (ops/loss_fused.py) against Tensor ops",
+}
+
+
+@pytest.mark.parametrize("layout", ["contig", "noncontig"])
+@pytest.mark.parametrize("spec,sample", _params("diff"))
+def test_unrecorded_backward_matches_recorded(spec, sample, layout, device):
+    """The backward without ``create_graph`` (where ops run their ``backward_mat``, on
+    Mats) gives bitwise the gradients of the recorded one (their Tensor ``backward``)."""
+    if spec.name in _UNRECORDED_DIFFERS:
+        pytest.skip(_UNRECORDED_DIFFERS[spec.name])
+    if layout != "contig" and not sample.noncontig:
+        pytest.skip("sample opts out of non-contiguous layouts")
+    args = _make_args(sample, device, nnkit.float64, layout)
+    inputs = [a for a in args if isinstance(a, nnkit.Tensor) and a.requires_grad]
+    fn = _checked_fn(spec, sample)
+    rng = np.random.default_rng(3)
+    grads = {}
+    for create_graph in (False, True):
+        out = fn(*args)
+        outs = [
+            o
+            for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(o, nnkit.Tensor) and o.requires_grad
+        ]
+        if not outs:
+            pytest.skip("no differentiable output")
+        if create_graph is False:
+            weights = [
+                nnkit.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=device)
+                for o in outs
+            ]
+        got = nnkit.autograd.grad(
+            outs, inputs, weights, create_graph=create_graph, allow_unused=True
+        )
+        grads[create_graph] = [None if g is None else _to_numpy(g) for g in got]
+    for k, (fast, recorded) in enumerate(zip(grads[False], grads[True])):
+        assert (fast is None) == (recorded is None), f"{spec.name}: input {k}"
+        if fast is not None:
+            assert fast.dtype == recorded.dtype and fast.shape == recorded.shape
+            np.testing.assert_array_equal(fast, recorded, err_msg=f"{spec.name}: input {k}")

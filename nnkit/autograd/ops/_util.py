@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
-from nnkit.autograd.function import ZeroDimCast
+from nnkit.autograd.function import ShapeError, ZeroDimCast
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.mat import ArrayMat
@@ -25,6 +26,8 @@ __all__ = [
     "check_same_dtype",
     "check_floating",
     "is_scalar",
+    "shape_arg",
+    "infer_shape",
 ]
 
 
@@ -255,8 +258,29 @@ def check_same_dtype(op: str, input, other, name: str = "other") -> None:
 
     Raises ``RuntimeError`` (PyTorch's class for this) naming ``op`` and both dtypes.
     """
-    if input.dtype != other.dtype:
+    if input._impl.data.dtype != other._impl.data.dtype:  # the Mats': no DType lookups
         raise RuntimeError(
             f"{op}: expected input and {name} to have the same dtype, got "
             f"{input.dtype} and {other.dtype}"
         )
+
+
+def shape_arg(shape) -> tuple:
+    """A shape given as ints or as one tuple/list (``x.reshape(2, 3)``, ``x.reshape((2, 3))``)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def infer_shape(shape: tuple, numel: int, op: str) -> tuple:
+    """``shape`` with its ``-1`` (if any) inferred from ``numel``; checked against it."""
+    if shape.count(-1) > 1:
+        raise ShapeError(f"{op}: only one dimension can be inferred (-1), got {shape}")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
+    return shape

@@ -10,13 +10,14 @@ is float32, uint8 tensor + int64 0-d tensor is uint8), as PyTorch's ``result_typ
 
 from __future__ import annotations
 
-from nnkit.autograd.function import Op
+from nnkit.autograd.function import NO_GRAPH, Op
 from nnkit.autograd.grad_mode import no_grad as _no_grad
 from nnkit.autograd.ops._util import as_mat_pair, float_mat, is_scalar, result_dtype
 from nnkit.autograd.ops.discrete import check_int_divisor
 from nnkit.autograd.ops.elementwise import log
 from nnkit.autograd.ops.selection import _meta, where
 from nnkit.autograd.ops.shape import reduce_grad as _reduce
+from nnkit.autograd.ops.shape import reduce_grad_mat as _reduce_mat
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.division_kernels import div_rounded
 
@@ -50,6 +51,15 @@ class Add(Op):
         return (
             _reduce(grad_output, ctx.meta[0]) if n[0] else None,
             _reduce(grad_output, ctx.meta[1]) if n[1] else None,
+        )
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        n = ctx.needs_input_grad
+        ma, mb = ctx.meta
+        return (
+            (g if g.shape == ma[0] and g.dtype == ma[1] else _reduce_mat(g, ma)) if n[0] else None,
+            (g if g.shape == mb[0] and g.dtype == mb[1] else _reduce_mat(g, mb)) if n[1] else None,
         )
 
 
@@ -108,6 +118,21 @@ class Sub(Op):
             _reduce(-grad_output, ctx.meta[1]) if n[1] else None,
         )
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        n = ctx.needs_input_grad
+        ma, mb = ctx.meta
+        if n[1]:
+            gb = g.neg()
+            if gb.shape != mb[0] or gb.dtype != mb[1]:
+                gb = _reduce_mat(gb, mb)
+        else:
+            gb = None
+        return (
+            (g if g.shape == ma[0] and g.dtype == ma[1] else _reduce_mat(g, ma)) if n[0] else None,
+            gb,
+        )
+
 
 def sub(input, other, *, alpha=1):
     """Elementwise difference: ``out = input - alpha * other``, broadcasting (``-``).
@@ -151,6 +176,25 @@ class Mul(Op):
             _reduce(grad_output * b, ctx.meta[0]) if n[0] else None,
             _reduce(grad_output * a, ctx.meta[1]) if n[1] else None,
         )
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        a, b = ctx.saved_mats
+        n = ctx.needs_input_grad
+        ma, mb = ctx.meta
+        if n[0]:  # g * b as Mul's forward computes it (as_mat_pair, inline when trivial)
+            ga = g.mul(b) if g.dtype is b.dtype else Mul.forward(NO_GRAPH, g, b)
+            if ga.shape != ma[0] or ga.dtype != ma[1]:
+                ga = _reduce_mat(ga, ma)
+        else:
+            ga = None
+        if n[1]:
+            gb = g.mul(a) if g.dtype is a.dtype else Mul.forward(NO_GRAPH, g, a)
+            if gb.shape != mb[0] or gb.dtype != mb[1]:
+                gb = _reduce_mat(gb, mb)
+        else:
+            gb = None
+        return ga, gb
 
 
 def mul(input, other):
@@ -357,6 +401,10 @@ class Neg(Op):
     @staticmethod
     def backward(ctx, grad_output):
         return -grad_output
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        return g.neg()
 
 
 def neg(input):

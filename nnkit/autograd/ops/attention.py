@@ -4,9 +4,10 @@
 batched GEMMs around an in-place scale, mask and softmax (see
 :mod:`nnkit.backends.attention_kernels`), saving only the attention weights besides its
 inputs; its backward reuses them (two GEMMs for ``ds`` and ``dv``, two for ``dq`` and
-``dk``). With ``create_graph`` the backward is written with differentiable Tensor ops
-(the weights recomputed from q and k), so double backward works. Dropout on the weights,
-and masks of other dtypes, take the composite path (matmul, softmax, dropout, matmul).
+``dk``: its ``backward_mat``). With ``create_graph`` the backward is written with
+differentiable Tensor ops (the weights recomputed from q and k), so double backward
+works. Dropout on the weights, and masks of other dtypes, take the composite path
+(matmul, softmax, dropout, matmul).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import math
 
 from nnkit.autograd.factories import ones
-from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.grad_mode import is_grad_enabled, no_grad
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
+from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.activation import softmax
 from nnkit.autograd.ops.joining import cat
 from nnkit.autograd.ops.nn_misc import dropout
 from nnkit.autograd.ops.selection import where
-from nnkit.autograd.ops.shape import sum_to
+from nnkit.autograd.ops.shape import SumTo, sum_to
 from nnkit.backends.attention_kernels import sdpa_backward, sdpa_forward
 
 __all__ = ["scaled_dot_product_attention"]
@@ -46,27 +47,30 @@ class ScaledDotProductAttention(Op):
         return (out, p) if weights else out
 
     @staticmethod
-    def backward(ctx, grad_output, grad_weights=None):
+    def backward(ctx, grad_output, grad_weights=None):  # recorded: Tensor ops throughout
         q, k, v, mask, p = ctx.saved_tensors
-        need, heads = ctx.needs_input_grad[:4], ctx.heads
-        if is_grad_enabled():  # create_graph: differentiable Tensor ops throughout
-            grads = _composite_backward(grad_output, grad_weights, q, k, v, mask, ctx.scale, heads)
-        else:
-            grads = SDPAGrad.apply(grad_output, grad_weights, q, k, v, p, ctx.scale, need, heads)
+        need = ctx.needs_input_grad[:4]
+        grads = _composite_backward(grad_output, grad_weights, q, k, v, mask, ctx.scale, ctx.heads)
         out = [
             None if g is None or not n else sum_to(g, t.shape)
             for g, n, t in zip(grads, need, (q, k, v, mask))
         ]
         return (*out, None)
 
-
-class SDPAGrad(Op):
-    """The gradients ``(dq, dk, dv, dmask)`` of :class:`ScaledDotProductAttention` from
-    the saved weights (run only without ``create_graph``, so it is never recorded)."""
-
     @staticmethod
-    def forward(ctx, g, gp, q, k, v, p, scale, need, heads):
-        return sdpa_backward(g, gp, q, k, v, p, scale, need, heads)
+    def backward_mat(ctx, g, gw=None):  # not recorded: the fused kernel, from the weights
+        q, k, v, mask, p = ctx.saved_mats
+        need = ctx.needs_input_grad[:4]
+        grads = sdpa_backward(g, gw, q, k, v, p, ctx.scale, need, ctx.heads)
+        out = [
+            None
+            if d is None or not n
+            else d
+            if d.shape == t.shape
+            else SumTo.forward(NO_GRAPH, d, t.shape)
+            for d, n, t in zip(grads, need, (q, k, v, mask))
+        ]
+        return (*out, None)
 
 
 def _masked_scores(q, k, mask, scale):

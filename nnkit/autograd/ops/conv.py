@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
 from nnkit.autograd.ops._util import check_tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
@@ -151,6 +151,18 @@ class ConvNd(Op):
         gb = ChannelSum.apply(grad_output) if n[2] else None
         if saved is not None:
             saved.dm = None  # (a second backward brings another gradient)
+        return gx, gw, gb, None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        x, w = ctx.saved_mats
+        n, geom = ctx.needs_input_grad, ctx.geom
+        gx = ConvInputGrad.forward(NO_GRAPH, g, w, geom) if n[0] else None
+        gw = (
+            ConvWeightGrad.forward(NO_GRAPH, x, g, geom, ctx.__dict__.get("cols")) if n[1] else None
+        )
+        dims = (0,) + tuple(range(2, g.ndim))
+        gb = g.sum(axis=dims, keepdims=False, dtype=None) if n[2] else None  # as sum(g, dims)
         return gx, gw, gb, None
 
 

@@ -15,7 +15,7 @@ as ``sqrt``'s at 0) give PyTorch's ``inf``/NaN values but NumPy also issues a
 
 from __future__ import annotations
 
-from nnkit.autograd.function import Op
+from nnkit.autograd.function import NO_GRAPH, Op
 from nnkit.autograd.ops._util import float_mat
 from nnkit.autograd.ops.discrete import sign
 from nnkit.autograd.ops.selection import where
@@ -42,8 +42,9 @@ __all__ = [
 ]
 
 
-def _unary(name, method, grad_fn, save="out", doc=""):
-    """Build a float unary Op whose backward is ``grad_fn(grad_output, saved)``."""
+def _unary(name, method, grad_fn, save="out", doc="", mat_grad=None):
+    """Build a float unary Op whose backward is ``grad_fn(grad_output, saved)``; where
+    ``mat_grad`` names a fused Mat kernel, ``backward_mat`` is ``g.<mat_grad>(saved)``."""
 
     save_out = save == "out"
 
@@ -59,7 +60,15 @@ def _unary(name, method, grad_fn, save="out", doc=""):
         (saved,) = ctx.saved_tensors
         return grad_fn(grad_output, saved)
 
-    cls = type(name, (Op,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    body = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
+    if mat_grad is not None:
+
+        def backward_mat(ctx, grad_output):
+            (saved,) = ctx.saved_mats
+            return getattr(grad_output, mat_grad)(saved)
+
+        body["backward_mat"] = staticmethod(backward_mat)
+    cls = type(name, (Op,), body)
     cls.__module__ = __name__
     return cls
 
@@ -73,8 +82,11 @@ Rsqrt = _unary("Rsqrt", "rsqrt", lambda g, out: g * (-0.5) * out * out * out)
 Sin = _unary("Sin", "sin", lambda g, x: g * cos(x), save="in")
 Cos = _unary("Cos", "cos", lambda g, x: -g * sin(x), save="in")
 Tan = _unary("Tan", "tan", lambda g, out: g * (out * out + 1))
-Tanh = _unary("Tanh", "tanh", lambda g, out: TanhGrad.apply(g, out))
-Sigmoid = _unary("Sigmoid", "sigmoid", lambda g, out: SigmoidGrad.apply(g, out))
+# tanh and sigmoid: one fused kernel (TanhGrad's, SigmoidGrad's forward) either way
+Tanh = _unary("Tanh", "tanh", lambda g, out: TanhGrad.apply(g, out), mat_grad="tanh_grad")
+Sigmoid = _unary(
+    "Sigmoid", "sigmoid", lambda g, out: SigmoidGrad.apply(g, out), mat_grad="sigmoid_grad"
+)
 Reciprocal = _unary("Reciprocal", "reciprocal", lambda g, out: -g * out * out)
 Softplus = _unary("Softplus", "softplus", lambda g, x: g * sigmoid(x), save="in")
 Erf = _unary("Erf", "erf", lambda g, x: g * 1.1283791670955126 * exp(-(x * x)), save="in")
@@ -404,6 +416,11 @@ class ReLU(Op):
     def backward(ctx, grad_output):
         (out,) = ctx.saved_tensors
         return ReLUGrad.apply(grad_output, out)
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        (out,) = ctx.saved_mats
+        return ReLUGrad.forward(NO_GRAPH, g, out)
 
 
 class TanhGrad(Op):

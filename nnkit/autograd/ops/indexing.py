@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnkit.autograd.engine import PieceGrad
 from nnkit.autograd.factories import tensor
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad, state
 from nnkit.autograd.ops._util import wrap_dim
 from nnkit.autograd.ops.inplace import apply_inplace
 from nnkit.autograd.ops.shape import broadcast_shapes, expand, reshape, sum_to
+from nnkit.autograd.piece_grads import PieceGrad
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.check_kernels import check_index_range
 
@@ -281,6 +281,11 @@ class Gather(Op):
     def backward(ctx, grad_output):
         (index,) = ctx.saved_tensors
         return GatherGrad.apply(grad_output, ctx.in_shape, ctx.dim, index), None, None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        (index,) = ctx.saved_mats
+        return g.gather_grad(ctx.in_shape, ctx.dim, index), None, None  # GatherGrad's
 
 
 class GatherGrad(Op):

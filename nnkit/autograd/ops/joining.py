@@ -9,9 +9,9 @@ back to each input, that of a tiling summed over the copies.
 from __future__ import annotations
 
 from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.ops._util import _dims, _int, check_tensor, wrap_dim
+from nnkit.autograd.ops._util import _dims, _int, check_tensor, shape_arg, wrap_dim
 from nnkit.autograd.ops.indexing import getitem
-from nnkit.autograd.ops.shape import _shape_arg, cast, reshape, unsqueeze
+from nnkit.autograd.ops.shape import cast, reshape, unsqueeze
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends import dtypes as _dt
 
@@ -84,7 +84,7 @@ def repeat(x, *sizes):
         tensor([[1, 2, 1, 2],
                 [1, 2, 1, 2]])
     """
-    sizes = _shape_arg(sizes)
+    sizes = shape_arg(sizes)
     if len(sizes) < x.ndim:
         raise ShapeError(
             f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
 from nnkit.autograd.ops._util import check_same_dtype, check_tensor
-from nnkit.autograd.ops.shape import sum_to
+from nnkit.autograd.ops.shape import SumTo, sum_to
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer"]
 
@@ -53,6 +53,22 @@ class MatMul(Op):
             else:
                 gb = MatMul.apply(a, g, ta=not ta)
             gb = sum_to(gb, b.shape)
+        return ga, gb
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        a, b = ctx.saved_mats
+        n = ctx.needs_input_grad
+        ta, tb = ctx.ta, ctx.tb
+        ga = gb = None
+        if n[0]:
+            ga = b.matmul(g, tb, True) if ta else g.matmul(b, False, not tb)
+            if ga.shape != a.shape:
+                ga = SumTo.forward(NO_GRAPH, ga, a.shape)
+        if n[1]:
+            gb = g.matmul(a, True, ta) if tb else a.matmul(g, not ta, False)
+            if gb.shape != b.shape:
+                gb = SumTo.forward(NO_GRAPH, gb, b.shape)
         return ga, gb
 
 

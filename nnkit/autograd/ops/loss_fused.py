@@ -11,7 +11,6 @@ path in value (bitwise: the same operations) and in gradient up to float roundin
 from __future__ import annotations
 
 from nnkit.autograd.function import Op
-from nnkit.autograd.grad_mode import is_grad_enabled
 from nnkit.autograd.ops.activation import softmax
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.loss_kernels import ce_backward, ce_forward, ce_target_dist
@@ -31,32 +30,21 @@ class CrossEntropy(Op):
         return x._new(loss)
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx, grad_output):  # recorded (create_graph): differentiable Tensor ops
         st, weight, reduction = ctx.st, ctx.weight, ctx.reduction
-        if is_grad_enabled():  # create_graph: differentiable in x and grad_output
-            (x,) = ctx.saved_tensors
-            q, s = ce_target_dist(st, weight)
-            mat = x._impl.data
-            g = grad_output
-            if reduction == "mean":
-                g = g / Tensor._from_mat(mat._new(st.xp.asarray(st.den)))
-            elif reduction == "none":
-                g = g.unsqueeze(st.cd)
-            p = softmax(x, st.cd)
-            grad = (p * Tensor._from_mat(mat._new(s)) - Tensor._from_mat(mat._new(q))) * g
-        else:
-            grad = CrossEntropyGrad.apply(grad_output, st, weight, reduction)
+        (x,) = ctx.saved_tensors
+        q, s = ce_target_dist(st, weight)
+        mat = x._impl.data
+        g = grad_output
+        if reduction == "mean":
+            g = g / Tensor._from_mat(mat._new(st.xp.asarray(st.den)))
+        elif reduction == "none":
+            g = g.unsqueeze(st.cd)
+        p = softmax(x, st.cd)
+        grad = (p * Tensor._from_mat(mat._new(s)) - Tensor._from_mat(mat._new(q))) * g
         return grad, None, None, None, None, None, None
 
-
-class CrossEntropyGrad(Op):
-    """The logits' gradient of :class:`CrossEntropy` (run only without ``create_graph``,
-    so it is never recorded)."""
-
     @staticmethod
-    def forward(ctx, g, st, weight, reduction):
-        return g._new(ce_backward(g, st, weight, reduction))
-
-    @staticmethod
-    def backward(ctx, grad_output):  # pragma: no cover - never recorded
-        raise RuntimeError("CrossEntropyGrad is differentiated through CrossEntropy")
+    def backward_mat(ctx, g):  # not recorded: the one backward kernel
+        grad = g._new(ce_backward(g, ctx.st, ctx.weight, ctx.reduction))
+        return grad, None, None, None, None, None, None

@@ -104,6 +104,16 @@ class Linear(Op):
         gw = MatMul.apply(g, x, ta=True) if n[1] else None
         return gx, gw, (g.sum(0) if n[2] else None)
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        x, w = ctx.saved_mats
+        n = ctx.needs_input_grad
+        return (
+            g.matmul(w, False, False) if n[0] else None,
+            g.matmul(x, True, False) if n[1] else None,
+            g.sum(axis=(0,), keepdims=False, dtype=None) if n[2] else None,  # as sum(g, 0)
+        )
+
 
 class DropoutMul(Op):
     """``x * mask`` for a constant (scaled keep-) ``mask`` Mat, broadcasting: saves only

@@ -4,20 +4,20 @@ All are composed from reductions and elementwise ops (STYLE §6): the statistics
 are part of the graph, so gradients flow through the mean and variance and double
 backward works without a hand-written backward. ``layer_norm`` on floating inputs is
 the exception, for speed: one :class:`LayerNorm` op (forward bitwise the composite's,
-see :mod:`nnkit.backends.norm_kernels`) whose backward is one kernel, or with
-``create_graph`` the same formula in differentiable Tensor ops.
+see :mod:`nnkit.backends.norm_kernels`) whose unrecorded backward is one kernel (its
+``backward_mat``), with ``create_graph`` the same formula in differentiable Tensor ops.
 """
 
 from __future__ import annotations
 
 import math
 
-from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.grad_mode import is_grad_enabled, no_grad
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
+from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.ops.elementwise import rsqrt
 from nnkit.autograd.ops.selection import clamp
-from nnkit.autograd.ops.shape import sum_to
+from nnkit.autograd.ops.shape import SumTo, sum_to
 from nnkit.backends.norm_kernels import layer_norm_backward, layer_norm_forward
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize"]
@@ -35,33 +35,27 @@ class LayerNorm(Op):
         return y
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx, grad_output):  # recorded: the formula in differentiable Tensor ops
         x, weight, xhat, rstd = ctx.saved_tensors
         need = ctx.needs_input_grad[:3]
-        if is_grad_enabled():  # create_graph: the formula in differentiable Tensor ops
-            dims = tuple(range(x.ndim - ctx.k, x.ndim))
-            xhat, _, var = _standardize(x, dims, ctx.eps)
-            g = grad_output
-            dxh = g if weight is None else g * weight
-            gx = dxh - dxh.mean(dims, keepdim=True) - xhat * (dxh * xhat).mean(dims, keepdim=True)
-            gx = gx * rsqrt(var + ctx.eps) if need[0] else None
-            shape = tuple(x.shape[x.ndim - ctx.k :])
-            gw = sum_to(g * xhat, shape) if need[1] else None
-            gb = sum_to(g, shape) if need[2] else None
-        else:
-            gx, gw, gb = LayerNormGrad.apply(grad_output, xhat, rstd, weight, ctx.k, need)
-        if gx is not None:
-            gx = sum_to(gx, x.shape)
+        dims = tuple(range(x.ndim - ctx.k, x.ndim))
+        xhat, _, var = _standardize(x, dims, ctx.eps)
+        g = grad_output
+        dxh = g if weight is None else g * weight
+        gx = dxh - dxh.mean(dims, keepdim=True) - xhat * (dxh * xhat).mean(dims, keepdim=True)
+        gx = sum_to(gx * rsqrt(var + ctx.eps), x.shape) if need[0] else None
+        shape = tuple(x.shape[x.ndim - ctx.k :])
+        gw = sum_to(g * xhat, shape) if need[1] else None
+        gb = sum_to(g, shape) if need[2] else None
         return gx, gw, gb, None, None
 
-
-class LayerNormGrad(Op):
-    """:class:`LayerNorm`'s gradients from the saved ``xhat`` and ``rstd`` (run only
-    without ``create_graph``, so it is never recorded)."""
-
     @staticmethod
-    def forward(ctx, g, xhat, rstd, weight, k, need):
-        return layer_norm_backward(g, xhat, rstd, weight, k, need)
+    def backward_mat(ctx, g):  # not recorded: one kernel, from the saved xhat and rstd
+        x, weight, xhat, rstd = ctx.saved_mats
+        gx, gw, gb = layer_norm_backward(g, xhat, rstd, weight, ctx.k, ctx.needs_input_grad[:3])
+        if gx is not None and gx.shape != x.shape:
+            gx = SumTo.forward(NO_GRAPH, gx, x.shape)
+        return gx, gw, gb, None, None
 
 
 def _standardize(x, dims, eps):

@@ -13,7 +13,7 @@ import math
 from typing import NamedTuple
 
 from nnkit.autograd.factories import zeros
-from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import check_tensor
 from nnkit.autograd.tensor import Tensor
@@ -50,6 +50,10 @@ class MaxPoolNd(Op):
     @staticmethod
     def backward(ctx, grad_output):
         return MaxPoolScatter.apply(grad_output, ctx.idx, ctx.geom), None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        return MaxPoolScatter.forward(NO_GRAPH, g, ctx.idx, ctx.geom), None
 
 
 class MaxPoolScatter(Op):

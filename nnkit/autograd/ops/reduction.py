@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from nnkit.autograd.function import Op
+from nnkit.autograd.function import NO_GRAPH, Op
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.ops._util import float_mat, reduce_dims, wrap_dim
 from nnkit.autograd.ops.elementwise import exp
@@ -84,6 +84,11 @@ class Sum(Op):
         g = Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, 1)
         return (g if g.dtype == ctx.in_dtype else g.to(_dt.from_np(ctx.in_dtype))), None, None, None
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        g = Unreduce.forward(NO_GRAPH, g, ctx.in_shape, ctx.dims, ctx.keepdim, 1)
+        return g.astype(ctx.in_dtype), None, None, None
+
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum of the elements over ``dim``.
@@ -128,6 +133,11 @@ class Mean(Op):
         scale = 1 / ctx.count if ctx.count else 1.0  # no count: an empty gradient anyway
         return Unreduce.apply(grad_output, ctx.in_shape, ctx.dims, ctx.keepdim, scale), None, None
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        scale = 1 / ctx.count if ctx.count else 1.0
+        return Unreduce.forward(NO_GRAPH, g, ctx.in_shape, ctx.dims, ctx.keepdim, scale), None, None
+
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Arithmetic mean of the elements over ``dim``: ``sum(x) / N``.
@@ -149,6 +159,8 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
         >>> nnkit.tensor([[1.0, 2.0], [3.0, 5.0]]).mean(dim=1)
         tensor([1.5000, 4.0000])
     """
+    if dtype is None and input._impl.data.dtype.kind == "f":  # the common case, checked
+        return Mean.apply(input, reduce_dims(dim, input.ndim, "mean"), keepdim)  # on the Mat
     dt = input.dtype if dtype is None else _dt.to_dtype(dtype)
     if not dt.is_floating_point:
         what = "input" if dtype is None else "dtype"
@@ -424,6 +436,15 @@ class LogSumExp(Op):
             keep = _keep_shape(ctx.in_shape, ctx.dims)
             g, out = reshape(g, keep), reshape(out, keep)
         return LogSumExpGrad.apply(g, x, out), None, None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        x, out = ctx.saved_mats
+        if not ctx.keepdim:
+            keep = _keep_shape(ctx.in_shape, ctx.dims)
+            g = g if g.shape == keep else g.reshape(keep)
+            out = out if out.shape == keep else out.reshape(keep)
+        return g.logsumexp_grad(x, out), None, None  # LogSumExpGrad's
 
 
 class LogSumExpGrad(Op):

@@ -10,7 +10,7 @@ order gradients work and double backward asks for the per-step layers
 
 from __future__ import annotations
 
-from nnkit.autograd.function import Op, ShapeError
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
 from nnkit.autograd.tensor import Tensor
 from nnkit.backends.rnn_kernels import MODES, rnn_backward, rnn_forward
 
@@ -36,6 +36,16 @@ class FusedRNN(Op):
         x, h0, c0, w_ih, w_hh, out = ctx.saved_tensors
         grads = FusedRNNGrad.apply(
             g_out, g_h, g_c, x, h0, c0, w_ih, w_hh, out, ctx.cache,
+            ctx.needs_input_grad[:7], ctx.has_bias,
+        )  # fmt: skip
+        it = iter(grads)
+        return (*[next(it) if n else None for n in ctx.needs_input_grad[:7]], None, None)
+
+    @staticmethod
+    def backward_mat(ctx, g_out, g_h, g_c=None):
+        x, h0, c0, w_ih, w_hh, out = ctx.saved_mats
+        grads = FusedRNNGrad.forward(
+            NO_GRAPH, g_out, g_h, g_c, x, h0, c0, w_ih, w_hh, out, ctx.cache,
             ctx.needs_input_grad[:7], ctx.has_bias,
         )  # fmt: skip
         it = iter(grads)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from nnkit.autograd.function import Op, ShapeError
-from nnkit.autograd.ops._util import norm_dims, wrap_dim
+from nnkit.autograd.function import NO_GRAPH, Op, ShapeError
+from nnkit.autograd.ops._util import infer_shape, norm_dims, shape_arg, wrap_dim
 from nnkit.backends import dtypes as _dt
 
 __all__ = [
@@ -96,6 +96,14 @@ def reduce_grad(grad, meta):
     return g if g._impl.data.dtype == dtype else cast(g, dtype)
 
 
+def reduce_grad_mat(m, meta):
+    """:func:`reduce_grad` on a Mat (for an ``Op.backward_mat``): the same kernels."""
+    shape, dtype = meta
+    if m.shape != shape:
+        m = SumTo.forward(NO_GRAPH, m, shape)
+    return m if m.dtype == dtype else m.astype(dtype)
+
+
 def sum_to(x, shape):
     """Sum ``x`` over its broadcast dimensions so that it has ``shape``: the adjoint of
     :func:`expand` (``torch.Tensor.sum_to_size``).
@@ -134,6 +142,10 @@ class Expand(Op):
     def backward(ctx, grad_output):
         return sum_to(grad_output, ctx.in_shape), None
 
+    @staticmethod
+    def backward_mat(ctx, g):
+        return (g if g.shape == ctx.in_shape else SumTo.forward(NO_GRAPH, g, ctx.in_shape)), None
+
 
 def expand(x, *shape):
     """A broadcast view of ``x`` at ``shape``, without copying (as ``torch.Tensor.expand``).
@@ -159,7 +171,7 @@ def expand(x, *shape):
         tensor([[1.0, 2.0],
                 [1.0, 2.0]])
     """
-    shape = _shape_arg(shape)
+    shape = shape_arg(shape)
     lead = len(shape) - x.ndim
     if lead < 0:
         raise ShapeError(
@@ -215,25 +227,6 @@ def broadcast_to(x, shape):
     return expand(x, tuple(shape))
 
 
-def _shape_arg(shape) -> tuple:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
-    return tuple(int(s) for s in shape)
-
-
-def _infer_shape(shape: tuple, numel: int, op: str) -> tuple:
-    if shape.count(-1) > 1:
-        raise ShapeError(f"{op}: only one dimension can be inferred (-1), got {shape}")
-    known = math.prod(s for s in shape if s != -1)
-    if -1 in shape:
-        if known == 0 or numel % known:
-            raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
-        shape = tuple(numel // known if s == -1 else s for s in shape)
-    elif known != numel:
-        raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
-    return shape
-
-
 class Reshape(Op):
     _view_op = True  # the output may view the input's memory
 
@@ -251,6 +244,10 @@ class Reshape(Op):
     @staticmethod
     def backward(ctx, grad_output):
         return reshape(grad_output, ctx.in_shape), None, None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        return (g if g.shape == ctx.in_shape else g.reshape(ctx.in_shape)), None, None
 
 
 def reshape(x, *shape):
@@ -277,7 +274,7 @@ def reshape(x, *shape):
         tensor([[0, 1, 2],
                 [3, 4, 5]])
     """
-    shape = _infer_shape(_shape_arg(shape), x.numel(), "reshape")
+    shape = infer_shape(shape_arg(shape), x.numel(), "reshape")
     if shape == x.shape:
         return x
     return Reshape.apply(x, shape, False)
@@ -308,7 +305,7 @@ def view(x, *shape):
     """
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return cast(x, _dt.to_dtype(shape[0]))
-    shape = _infer_shape(_shape_arg(shape), x.numel(), "view")
+    shape = infer_shape(shape_arg(shape), x.numel(), "view")
     return Reshape.apply(x, shape, True)
 
 
@@ -415,10 +412,20 @@ class Permute(Op):
 
     @staticmethod
     def backward(ctx, grad_output):
-        inv = [0] * len(ctx.dims)
-        for k, d in enumerate(ctx.dims):
-            inv[d] = k
-        return permute(grad_output, tuple(inv)), None
+        return permute(grad_output, _inverse(ctx.dims)), None
+
+    @staticmethod
+    def backward_mat(ctx, g):
+        inv = _inverse(ctx.dims)
+        return (g if inv == tuple(range(len(inv))) else g.transpose(inv)), None
+
+
+def _inverse(dims) -> tuple:
+    """The permutation that undoes ``dims``."""
+    inv = [0] * len(dims)
+    for k, d in enumerate(dims):
+        inv[d] = k
+    return tuple(inv)
 
 
 def permute(x, *dims):
@@ -443,7 +450,7 @@ def permute(x, *dims):
         >>> nnkit.zeros(2, 3, 4).permute(2, 0, 1).shape
         (4, 2, 3)
     """
-    dims = _shape_arg(dims)
+    dims = shape_arg(dims)
     if len(dims) != x.ndim:
         raise ShapeError(
             f"permute: number of dims {len(dims)} does not match the tensor's {x.ndim} dimensions"
