@@ -459,14 +459,6 @@ class ArrayMat(
         with np.errstate(divide="ignore"):  # an all -inf row gives -inf, as it should
             return self._new(xp.log(xp.exp(a - m).sum(axis=axis, keepdims=True)) + m)
 
-    def cumsum(self, axis):
-        return self._new(self.xp.cumsum(self.array, axis=axis))
-
-    def sort(self, axis=-1, descending=False):
-        """(values, indices) sorted along ``axis``."""
-        idx = self.xp.argsort(-self.array if descending else self.array, axis=axis, kind="stable")
-        return self._new(self.xp.take_along_axis(self.array, idx, axis)), self._new(idx)
-
     # ------------------------------------------------------------------- linalg
     def matmul(self, other, ta: bool = False, tb: bool = False):
         """``op(self) @ op(other)``, ``op`` swapping the last two axes where ``ta``/``tb``

@@ -18,6 +18,14 @@ class OrderKernelsMixin:
 
     __slots__ = ()
 
+    def cumsum(self, axis):
+        return self._new(self.xp.cumsum(self.array, axis=axis))
+
+    def sort(self, axis=-1, descending=False):
+        """(values, indices) sorted along ``axis``."""
+        idx = self.xp.argsort(-self.array if descending else self.array, axis=axis, kind="stable")
+        return self._new(self.xp.take_along_axis(self.array, idx, axis)), self._new(idx)
+
     def cumulative(self, how, axis, reverse=False, dtype=None):
         """The inclusive scan ``how`` (``'sum'``, ``'prod'`` or ``'logaddexp'``) along
         ``axis``; ``reverse`` scans from the end (the adjoint of the forward scan)."""

@@ -156,13 +156,15 @@ class ConvNd(Op):
     @staticmethod
     def backward_mat(ctx, g):
         x, w = ctx.saved_mats
-        n, geom = ctx.needs_input_grad, ctx.geom
-        gx = ConvInputGrad.forward(NO_GRAPH, g, w, geom) if n[0] else None
-        gw = (
-            ConvWeightGrad.forward(NO_GRAPH, x, g, geom, ctx.__dict__.get("cols")) if n[1] else None
-        )
-        dims = (0,) + tuple(range(2, g.ndim))
-        gb = g.sum(axis=dims, keepdims=False, dtype=None) if n[2] else None  # as sum(g, dims)
+        n, geom, saved = ctx.needs_input_grad, ctx.geom, ctx.__dict__.get("saved")
+        # the same kernels in the same order as backward (see there)
+        gw = ConvWeightGrad.forward(NO_GRAPH, x, g, geom, saved) if n[1] else None
+        if saved is not None:
+            saved.cols = None
+        gx = ConvInputGrad.forward(NO_GRAPH, g, w, geom, saved) if n[0] else None
+        gb = g.channel_sum() if n[2] else None  # as ChannelSum
+        if saved is not None:
+            saved.dm = None
         return gx, gw, gb, None
 
 
