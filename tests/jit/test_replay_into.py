@@ -1,7 +1,7 @@
 """The fused kernels that write into given buffers (``out=``, what a replay passes:
-layer norm, attention, the cross-entropy's gradient): bitwise their fresh results, for
-every layout they make, and a compiled Transformer-style step that copies nothing into
-its buffers."""
+linear, layer norm, attention, the cross-entropy's gradient): bitwise their fresh
+results, for every layout they make, and a compiled Transformer-style step that copies
+nothing into its buffers."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import nnkit.nn.functional as F
 from nnkit import nn
 from nnkit.backends import replay
 from nnkit.backends.attention_kernels import sdpa_backward, sdpa_forward
+from nnkit.backends.linear_kernels import linear_backward, linear_forward
 from nnkit.backends.loss_kernels import ce_backward, ce_forward
 from nnkit.backends.mat import ArrayMat
 from nnkit.backends.norm_kernels import layer_norm_backward, layer_norm_forward
@@ -64,6 +65,26 @@ def assert_writes_into(fn, *args, **kwargs):
             assert a.shape == b.shape and a.dtype == b.dtype
             assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
     return fresh
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    "x, g_kind",
+    [
+        (rand(6, 5), "plain"),
+        (rand(2, 3, 5), "plain"),
+        (rand(3, 2, 5).transpose(1, 0, 2), "plain"),  # folding the rows copies
+        (rand(2, 3, 5), "broadcast"),  # a gradient broadcast along the rows
+    ],
+    ids=["2d", "3d", "3d strided", "broadcast g"],
+)
+def test_linear_forward_and_backward(x, g_kind, bias):
+    w, b = mat(rand(4, 5)), mat(rand(4)) if bias else None
+    y = assert_writes_into(linear_forward, mat(x), w, b)
+    g = rand(*y.shape) if g_kind == "plain" else np.broadcast_to(rand(4), y.shape)
+    for need in [(True, True, True), (True, False, False), (False, True, bias)]:
+        need = (need[0], need[1], need[2] and bias)
+        assert_writes_into(linear_backward, mat(g), mat(x), w, need)
 
 
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
@@ -221,7 +242,7 @@ def test_compiled_encoder_copies_nothing_into_its_buffers():
     into = {s.name for s in program.steps if replay._into(s) is not None}
     assert {
         "layer_norm_forward", "layer_norm_backward", "sdpa_forward", "sdpa_backward",
-        "ce_backward",
+        "ce_backward", "linear_forward", "linear_backward",
     } <= into  # fmt: skip
     # every kernel step either writes in place (out=), rebinds, or runs for no result
     refilled = [

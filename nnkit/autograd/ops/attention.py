@@ -2,11 +2,12 @@
 
 ``softmax(q k^T * scale + mask) v`` runs as :class:`ScaledDotProductAttention`: two
 batched GEMMs around an in-place scale, mask and softmax (see
-:mod:`nnkit.backends.attention_kernels`), saving only the attention weights besides its
-inputs; its backward reuses them (two GEMMs for ``ds`` and ``dv``, two for ``dq`` and
-``dk``). With ``create_graph`` the backward is written with differentiable Tensor ops
-(the weights recomputed from q and k), so double backward works. Dropout on the weights,
-and masks of other dtypes, take the composite path (matmul, softmax, dropout, matmul).
+:mod:`nnkit.backends.attention_kernels`), saving only the attention weights and its
+output besides its inputs; its backward reuses them (two GEMMs for ``ds`` and ``dv``,
+two for ``dq`` and ``dk``). With ``create_graph`` the backward is written with
+differentiable Tensor ops (the weights recomputed from q and k), so double backward
+works. Dropout on the weights, and masks of other dtypes, take the composite path
+(matmul, softmax, dropout, matmul).
 """
 
 from __future__ import annotations
@@ -42,17 +43,17 @@ class ScaledDotProductAttention(Op):
     def forward(ctx, q, k, v, mask, scale, weights=False, heads=None):
         out, p = sdpa_forward(q, k, v, mask, scale, heads)
         ctx.scale, ctx.heads = scale, heads
-        ctx.save_for_backward(q, k, v, mask, p)
+        ctx.save_for_backward(q, k, v, mask, p, out)
         return (out, p) if weights else out
 
     @staticmethod
     def backward(ctx, grad_output, grad_weights=None):
-        q, k, v, mask, p = ctx.saved_tensors
+        q, k, v, mask, p, o = ctx.saved_tensors
         need, heads = ctx.needs_input_grad[:4], ctx.heads
         if is_grad_enabled():  # create_graph: differentiable Tensor ops throughout
             grads = _composite_backward(grad_output, grad_weights, q, k, v, mask, ctx.scale, heads)
         else:
-            grads = SDPAGrad.apply(grad_output, grad_weights, q, k, v, p, ctx.scale, need, heads)
+            grads = SDPAGrad.apply(grad_output, grad_weights, q, k, v, p, ctx.scale, need, heads, o)
         out = [
             None if g is None or not n else sum_to(g, t.shape)
             for g, n, t in zip(grads, need, (q, k, v, mask))
@@ -65,8 +66,8 @@ class SDPAGrad(Op):
     the saved weights (run only without ``create_graph``, so it is never recorded)."""
 
     @staticmethod
-    def forward(ctx, g, gp, q, k, v, p, scale, need, heads):
-        return sdpa_backward(g, gp, q, k, v, p, scale, need, heads)
+    def forward(ctx, g, gp, q, k, v, p, scale, need, heads, o):
+        return sdpa_backward(g, gp, q, k, v, p, scale, need, heads, o)
 
 
 def _masked_scores(q, k, mask, scale):

@@ -1,0 +1,83 @@
+"""Fused kernels of ``linear`` (``x W^T + b``), written against ``xp`` (NumPy and CuPy).
+
+:func:`linear_forward` runs one GEMM over the input's leading dimensions folded into
+rows (a view where the strides allow it) and adds the bias in place into the fresh
+product: the values of ``x @ W^T`` and ``+= b`` on the folded input.
+
+:func:`linear_backward` forms the three gradients in one call: ``g W`` (shaped as the
+input), ``g^T x`` (in the weight's own ``(out, in)`` layout, no transposed copy) and the
+bias's, the column sums of ``g``, as a GEMV with a ones vector for float32 and float64
+(NumPy's reduction over the rows costs about twice as much; the sums add in BLAS's
+order, so they are the reduction's to float rounding).
+
+Both take ``out=``, the Mats to write their results into (what a replay of a compiled
+step passes, see :func:`~nnkit.backends.replay.writes_into`): the same operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnkit.backends.replay import writes_into
+
+__all__ = ["linear_forward", "linear_backward"]
+
+
+def _rows(a, n: int):
+    """``a`` as ``(rows, n)``: a view where its strides allow one, else a copy; an
+    array broadcast along its rows (stride 0, which BLAS cannot read) is copied."""
+    v = a.view()
+    try:
+        v.shape = (-1, n)
+    except AttributeError:
+        return a.reshape(-1, n)
+    return v.copy() if 0 in v.strides and v.size else v
+
+
+def _matmul(xp, a, b, out):
+    """``a @ b``, into ``out`` (a 2-d array, or None for a new one)."""
+    if out is None or xp is np:
+        return xp.matmul(a, b, out=out)
+    out[...] = xp.matmul(a, b)  # (CuPy: an ``out`` of any strides through a temporary)
+    return out
+
+
+@writes_into
+def linear_forward(x, w, b, *, out=None):
+    """``x @ w^T + b`` for Mats ``x`` ``(..., in)``, ``w`` ``(out, in)`` and ``b``
+    ``(out,)`` (or None): ``(..., out)``. ``out``: the Mat to write the result into."""
+    xp = x.xp
+    a = x.array
+    n_out = w.shape[0]
+    into = None if out is None else _rows(out.array, n_out)
+    y = _matmul(xp, _rows(a, a.shape[-1]), w.array.T, into)
+    if b is not None:
+        y += b.array
+    if out is not None:
+        return out
+    return x._new(y.reshape(a.shape[:-1] + (n_out,)))
+
+
+@writes_into
+def linear_backward(g, x, w, need, *, out=None):
+    """``(dx, dw, db)`` for the output gradient Mat ``g`` of :func:`linear_forward`;
+    ``need`` flags which are wanted (the others are None). ``out``: their Mats (None
+    where not wanted) to write them into."""
+    xp = g.xp
+    into = [None] * 3 if out is None else [None if m is None else m.array for m in out]
+    n_out, n_in = w.shape
+    ga = _rows(g.array, n_out)
+    gx = gw = gb = None
+    if need[0]:
+        gx = _matmul(xp, ga, w.array, None if into[0] is None else _rows(into[0], n_in))
+        gx = gx.reshape(x.shape)
+    if need[1]:
+        gw = _matmul(xp, ga.T, _rows(x.array, n_in), into[1])
+    if need[2]:
+        if ga.dtype == np.float32 or ga.dtype == np.float64:
+            gb = _matmul(xp, xp.ones(ga.shape[0], ga.dtype), ga, into[2])
+        else:
+            gb = ga.sum(axis=0, out=into[2])
+    if out is not None:
+        return out
+    return tuple(None if r is None else g._new(r) for r in (gx, gw, gb))
