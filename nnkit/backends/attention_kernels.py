@@ -130,11 +130,10 @@ def _softmax_t(xp, s):
 
 
 def _rowdot(xp, a, b):
-    """``(a * b).sum(-1)`` (``a`` and ``b`` of one shape) with the sum as a GEMV (see
-    :func:`_colsum`)."""
-    prod = xp.multiply(a, b, out=xp.empty(a.shape, a.dtype))  # C-contiguous: one GEMV
-    d = a.shape[-1]
-    return xp.matmul(prod.reshape(-1, d), xp.ones(d, a.dtype)).reshape(a.shape[:-1])
+    """``(a * b).sum(-1)`` (``a`` and ``b`` of one shape and layout) with the sum as
+    GEMVs (see :func:`_colsum`); the product keeps the operands' memory order (heads
+    split from ``(N, L, E)`` arrays: one pass over them)."""
+    return xp.matmul(a * b, xp.ones(a.shape[-1], a.dtype))
 
 
 def _inputs(q, k, v, heads):
@@ -243,11 +242,14 @@ def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None, o=None, *, 
         else:
             ds -= _colsum(xp, ds * pt)
         ds *= pt
+        if not need[3]:  # scaled once here rather than dq and dk (strided heads) after
+            ds *= scale
     dq = product(_t(ds), ka, 0) if need[0] else None
     dk = product(ds, qa, 1) if need[1] else None
-    for t in (dq, dk):
-        if t is not None:
-            t *= scale
+    if need[3]:
+        for t in (dq, dk):
+            if t is not None:
+                t *= scale
     if out is not None:
         return out
     dmask = None if not need[3] else q._new(_t(ds))
