@@ -78,13 +78,17 @@ def assert_writes_into(fn, *args, **kwargs):
     ],
     ids=["2d", "3d", "3d strided", "broadcast g"],
 )
-def test_linear_forward_and_backward(x, g_kind, bias):
-    w, b = mat(rand(4, 5)), mat(rand(4)) if bias else None
-    y = assert_writes_into(linear_forward, mat(x), w, b)
-    g = rand(*y.shape) if g_kind == "plain" else np.broadcast_to(rand(4), y.shape)
-    for need in [(True, True, True), (True, False, False), (False, True, bias)]:
+@pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])  # the ones column
+def test_linear_forward_and_backward(x, g_kind, bias, wide):
+    n_out = 12 if wide else 4
+    w, b = mat(rand(n_out, 5)), mat(rand(n_out)) if bias else None
+    y, x1 = assert_writes_into(linear_forward, mat(x), w, b)
+    assert (x1 is not None) == (wide and bias)
+    g = rand(*y.shape) if g_kind == "plain" else np.broadcast_to(rand(n_out), y.shape)
+    for need in [(True, True, True), (True, False, False), (False, True, bias), (0, 0, bias)]:
         need = (need[0], need[1], need[2] and bias)
-        assert_writes_into(linear_backward, mat(g), mat(x), w, need)
+        if any(need):
+            assert_writes_into(linear_backward, mat(g), mat(x), w, need, x1)
 
 
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])

@@ -165,12 +165,13 @@ def test_multihead_attention_float_masks_match_torch(with_attn_mask):
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("n_out", [6, 12], ids=["narrow", "wide"])  # wide: the ones column
 @pytest.mark.parametrize("contiguous", [True, False])
-def test_linear_on_3d_input_matches_torch(contiguous, device):
+def test_linear_on_3d_input_matches_torch(contiguous, n_out, device):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 3, 5))
-    w, b = rng.standard_normal((6, 5)), rng.standard_normal(6)
+    w, b = rng.standard_normal((n_out, 5)), rng.standard_normal(n_out)
     nx = nnkit.tensor(x, device=device, requires_grad=True)
     tx = torch.tensor(x, requires_grad=True)
     nw, nb = (nnkit.tensor(a, device=device, requires_grad=True) for a in (w, b))

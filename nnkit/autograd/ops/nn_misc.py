@@ -82,15 +82,16 @@ class Linear(Op):
 
     @staticmethod
     def forward(ctx, x, w, b):
-        ctx.save_for_backward(x, w)
-        return linear_forward(x, w, b)
+        y, x1 = linear_forward(x, w, b)
+        ctx.save_for_backward(x, w, x1)
+        return y
 
     @staticmethod
     def backward(ctx, grad_output):
-        x, w = ctx.saved_tensors
+        x, w, x1 = ctx.saved_tensors
         n = ctx.needs_input_grad
         if not is_grad_enabled():
-            return LinearGrad.apply(grad_output, x, w, n[:3])
+            return LinearGrad.apply(grad_output, x, w, n[:3], x1)
         g = grad_output.reshape(-1, w.shape[0])
         x2 = x.reshape(-1, w.shape[1])
         gx = MatMul.apply(g, w).reshape(x.shape) if n[0] else None
@@ -103,8 +104,8 @@ class LinearGrad(Op):
     it is never recorded)."""
 
     @staticmethod
-    def forward(ctx, g, x, w, need):
-        return linear_backward(g, x, w, need)
+    def forward(ctx, g, x, w, need, x1):
+        return linear_backward(g, x, w, need, x1)
 
 
 class DropoutMul(Op):
