@@ -52,9 +52,10 @@ def _split_packed(a, heads):
 
 
 def _heads_buffer(xp, n, length, parts, heads, d, dtype):
-    """An ``(N, L, parts, H, D)`` buffer and its ``(N, H, L, D)`` view per part."""
-    buf = xp.empty((n, length, parts, heads, d), dtype=dtype)
-    return buf, [buf[:, :, j].transpose(0, 2, 1, 3) for j in range(parts)]
+    """An ``(N, L, parts·H·D)`` buffer (owning its memory, as the result it becomes)
+    and its ``(N, H, L, D)`` view per part."""
+    buf = xp.empty((n, length, parts * heads * d), dtype=dtype)
+    return buf, _heads_views(buf, parts, heads)
 
 
 def _matmul_into(xp, a, b, out) -> None:
@@ -175,7 +176,7 @@ def sdpa_forward(q, k, v, mask, scale: float, heads=None, *, out=None):
     n, length, d = qa.shape[0], qa.shape[2], va.shape[3]
     buf, (view,) = _heads_buffer(xp, n, length, 1, heads, d, p.dtype)
     _matmul_into(xp, p, va, view)  # (N, H, L, D) products written as (N, L, H, D)
-    return q._new(buf.reshape(n, length, heads * d)), q._new(p)
+    return q._new(buf), q._new(p)
 
 
 @writes_into
@@ -255,5 +256,5 @@ def sdpa_backward(g, gp, q, k, v, p, scale: float, need, heads=None, o=None, *, 
     dmask = None if not need[3] else q._new(_t(ds))
     if heads is None:
         return *[None if t is None else q._new(t) for t in (dq, dk, dv)], dmask
-    res = [None if b is None else q._new(b.reshape(b.shape[0], b.shape[1], -1)) for b in bufs]
+    res = [None if b is None else q._new(b) for b in bufs]
     return res[0], res[1], res[2], dmask

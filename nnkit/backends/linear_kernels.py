@@ -23,6 +23,8 @@ step passes, see :func:`~nnkit.backends.replay.writes_into`): the same operation
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from nnkit.backends.replay import writes_into
@@ -31,13 +33,15 @@ __all__ = ["linear_forward", "linear_backward"]
 
 
 def _rows(a, n: int):
-    """``a`` as ``(rows, n)``: a view where its strides allow one, else a copy; an
-    array broadcast along its rows (stride 0, which BLAS cannot read) is copied."""
+    """``a`` ``(..., n)`` as ``(rows, n)``: a view where its strides allow one, else a
+    copy; an array broadcast along its rows (stride 0, which BLAS cannot read) is
+    copied."""
+    shape = (math.prod(a.shape[:-1]), n)
     v = a.view()
     try:
-        v.shape = (-1, n)
+        v.shape = shape
     except AttributeError:
-        return a.reshape(-1, n)
+        return a.reshape(shape)
     return v.copy() if 0 in v.strides and v.size else v
 
 
@@ -71,7 +75,9 @@ def linear_forward(x, w, b, *, out=None):
     a = x.array
     n_out, n_in = w.shape
     rows = _rows(a, n_in)
-    into = None if out is None else _rows(out[0].array, n_out)
+    # the result made in its own shape (owning its memory), the GEMM writing its rows
+    res = xp.empty(a.shape[:-1] + (n_out,), a.dtype) if out is None else out[0].array
+    into = _rows(res, n_out)
     x1 = None
     if _ones_column(x, w, b):
         x1 = np.empty((rows.shape[0], n_in + 1), a.dtype) if out is None else out[1].array
@@ -87,7 +93,7 @@ def linear_forward(x, w, b, *, out=None):
             y += b.array
     if out is not None:
         return out
-    return x._new(y.reshape(a.shape[:-1] + (n_out,))), None if x1 is None else x._new(x1)
+    return x._new(res), None if x1 is None else x._new(x1)
 
 
 @writes_into
@@ -100,9 +106,9 @@ def linear_backward(g, x, w, need, x1=None, *, out=None):
     n_out, n_in = w.shape
     ga = _rows(g.array, n_out)
     gx = gw = gb = None
-    if need[0]:
-        gx = _matmul(xp, ga, w.array, None if into[0] is None else _rows(into[0], n_in))
-        gx = gx.reshape(x.shape)
+    if need[0]:  # made in the input's shape, the GEMM writing its rows
+        gx = xp.empty(x.shape, ga.dtype) if into[0] is None else into[0]
+        _matmul(xp, ga, w.array, _rows(gx, n_in))
     if need[1] and x1 is not None:  # [g^T x | column sums of g] in one GEMM
         both = np.matmul(ga.T, x1.array)
         if into[1] is None:

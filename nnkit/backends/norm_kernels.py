@@ -36,12 +36,14 @@ def _blas(a) -> bool:
 
 
 def _rows(a, n: int):
-    """``a`` as ``(rows, n)``: a view where its strides allow one, else a copy."""
+    """``a`` as ``(rows, n)`` (``n`` the size of its trailing dimensions): a view where
+    its strides allow one, else a copy."""
+    shape = (a.size // n, n)
     v = a.view()
     try:
-        v.shape = (-1, n)
+        v.shape = shape
     except AttributeError:
-        return a.reshape(-1, n)
+        return a.reshape(shape)
     return v
 
 
@@ -49,7 +51,7 @@ def _row_sums(xp, a, k: int, n: int, vec=None):
     """The sums of ``a`` (times ``vec``, a Mat's array of the row shape, where given)
     over its last ``k`` dimensions of ``n`` elements, kept as size-1 dimensions."""
     keep = a.shape[: a.ndim - k] + (1,) * k
-    if _blas(a):
+    if _blas(a) and n:
         v = xp.ones(n, a.dtype) if vec is None else vec.reshape(n)
         return xp.matmul(_rows(a, n), v).reshape(keep)
     b = a if vec is None else a * vec
@@ -58,9 +60,10 @@ def _row_sums(xp, a, k: int, n: int, vec=None):
 
 def _lead_sums(xp, a, k: int, n: int, out=None):
     """The sums of ``a`` over its leading dimensions (all but the last ``k``)."""
-    if _blas(a) and a.strides.count(0) == 0:
+    if _blas(a) and n and a.strides.count(0) == 0:
         r = xp.matmul(xp.ones(a.size // n if n else 0, a.dtype), _rows(a, n))
-        r = r.reshape(a.shape[a.ndim - k :])
+        if k > 1:
+            r = r.reshape(a.shape[a.ndim - k :])
         if out is None:
             return r
         xp.copyto(out, r)

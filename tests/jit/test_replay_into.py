@@ -259,3 +259,19 @@ def test_compiled_encoder_copies_nothing_into_its_buffers():
         and any(isinstance(a, (ArrayMat, np.ndarray)) for a in _arrays(s.outs))
     ]
     assert set(refilled) <= {"ce_forward"}, refilled  # its 0-d loss
+
+
+def test_fused_results_own_their_memory():
+    """The kernels' fresh results are whole arrays, not views of a buffer of another
+    shape: the engine may then add a second gradient into them in place."""
+    x, w, b = mat(rand(2, 3, 5)), mat(rand(12, 5)), mat(rand(12))
+    (y, _), (yn, _) = linear_forward(x, w, b), linear_forward(x, mat(rand(4, 5)), None)
+    gx, gw, gb = linear_backward(mat(rand(2, 3, 12)), x, w, (True, True, True))
+    out, p = sdpa_forward(mat(rand(2, 5, 24)), None, None, None, 0.3, 2)
+    dqkv, _, _, _ = sdpa_backward(
+        mat(rand(2, 5, 8)), None, mat(rand(2, 5, 24)), None, None, p, 0.3, (True,) * 3 + (False,), 2
+    )
+    _, xhat, rstd = layer_norm_forward(x, mat(rand(5)), mat(rand(5)), 1, 1e-5)
+    lgx, lgw, lgb = layer_norm_backward(x, xhat, rstd, mat(rand(5)), 1, (True, True, True))
+    for m in (y, yn, gx, gw, gb, out, dqkv, lgx, lgw, lgb):
+        assert m.array.base is None and m.array.flags.c_contiguous
