@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnkit.backends.ones import ones
 from nnkit.backends.replay import writes_into
 
 __all__ = ["sdpa_forward", "sdpa_backward"]
@@ -115,7 +116,7 @@ def _into(xp, a, into):
 def _colsum(xp, a):
     """``a.sum(axis=-2, keepdims=True)`` as ``ones @ a``: GEMVs, where NumPy's
     reduction over a short axis costs several times the arithmetic."""
-    return xp.matmul(xp.ones((1, a.shape[-2]), a.dtype), a)
+    return xp.matmul(ones(xp, (1, a.shape[-2]), a.dtype), a)
 
 
 def _softmax_t(xp, s):
@@ -134,7 +135,7 @@ def _rowdot(xp, a, b):
     """``(a * b).sum(-1)`` (``a`` and ``b`` of one shape and layout) with the sum as
     GEMVs (see :func:`_colsum`); the product keeps the operands' memory order (heads
     split from ``(N, L, E)`` arrays: one pass over them)."""
-    return xp.matmul(a * b, xp.ones(a.shape[-1], a.dtype))
+    return xp.matmul(a * b, ones(xp, a.shape[-1], a.dtype))
 
 
 def _inputs(q, k, v, heads):

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from nnkit.backends.ones import ones
 from nnkit.backends.replay import writes_into
 
 __all__ = ["linear_forward", "linear_backward"]
@@ -121,7 +122,7 @@ def linear_backward(g, x, w, need, x1=None, *, out=None):
         gw = _matmul(xp, ga.T, _rows(x.array, n_in), into[1])
     if need[2] and gb is None:
         if ga.dtype == np.float32 or ga.dtype == np.float64:
-            gb = _matmul(xp, xp.ones(ga.shape[0], ga.dtype), ga, into[2])
+            gb = _matmul(xp, ones(xp, ga.shape[0], ga.dtype), ga, into[2])
         else:
             gb = ga.sum(axis=0, out=into[2])
     if out is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnkit.backends.ones import ones
 from nnkit.backends.replay import writes_into
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
@@ -52,7 +53,7 @@ def _row_sums(xp, a, k: int, n: int, vec=None):
     over its last ``k`` dimensions of ``n`` elements, kept as size-1 dimensions."""
     keep = a.shape[: a.ndim - k] + (1,) * k
     if _blas(a) and n:
-        v = xp.ones(n, a.dtype) if vec is None else vec.reshape(n)
+        v = ones(xp, n, a.dtype) if vec is None else vec.reshape(n)
         return xp.matmul(_rows(a, n), v).reshape(keep)
     b = a if vec is None else a * vec
     return b.sum(axis=_axes(a.ndim, k), keepdims=True)
@@ -61,7 +62,7 @@ def _row_sums(xp, a, k: int, n: int, vec=None):
 def _lead_sums(xp, a, k: int, n: int, out=None):
     """The sums of ``a`` over its leading dimensions (all but the last ``k``)."""
     if _blas(a) and n and a.strides.count(0) == 0:
-        r = xp.matmul(xp.ones(a.size // n if n else 0, a.dtype), _rows(a, n))
+        r = xp.matmul(ones(xp, a.size // n, a.dtype), _rows(a, n))
         if k > 1:
             r = r.reshape(a.shape[a.ndim - k :])
         if out is None:
