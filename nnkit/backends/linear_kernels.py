@@ -37,12 +37,7 @@ def _rows(a, n: int):
     """``a`` ``(..., n)`` as ``(rows, n)``: a view where its strides allow one, else a
     copy; an array broadcast along its rows (stride 0, which BLAS cannot read) is
     copied."""
-    shape = (math.prod(a.shape[:-1]), n)
-    v = a.view()
-    try:
-        v.shape = shape
-    except AttributeError:
-        return a.reshape(shape)
+    v = a.reshape(math.prod(a.shape[:-1]), n)
     return v.copy() if 0 in v.strides and v.size else v
 
 

@@ -39,13 +39,7 @@ def _blas(a) -> bool:
 def _rows(a, n: int):
     """``a`` as ``(rows, n)`` (``n`` the size of its trailing dimensions): a view where
     its strides allow one, else a copy."""
-    shape = (a.size // n, n)
-    v = a.view()
-    try:
-        v.shape = shape
-    except AttributeError:
-        return a.reshape(shape)
-    return v
+    return a.reshape(a.size // n, n)
 
 
 def _row_sums(xp, a, k: int, n: int, vec=None):
