@@ -1,7 +1,8 @@
 """What the fused recurrent kernels (:mod:`nnkit.backends.rnn_kernels`,
-:mod:`nnkit.backends.rnn_lstm`) share: a bounded pool of free NumPy work buffers, the
-:class:`RNNCache` a forward hands to its backward (which owns buffers from the pool),
-and the splitting of per-step GEMMs into row blocks of the batch.
+:mod:`nnkit.backends.rnn_lstm`, :mod:`nnkit.backends.rnn_gru`) share: a bounded pool of
+free NumPy work buffers, the :class:`RNNCache` a forward hands to its backward (which
+owns buffers from the pool), and the splitting of per-step GEMMs into row blocks of the
+batch.
 """
 
 from __future__ import annotations
@@ -60,12 +61,13 @@ class _Buffers:
 class RNNCache:
     """What the backward needs besides the inputs and the output sequence.
 
-    ``gates``: the gate activations (LSTM ``(T, 4, B, H)``, see
-    :func:`~nnkit.backends.rnn_lstm.lstm_forward`; GRU ``(T, B, 3H)``); ``cells`` and
-    ``tanh_c``: LSTM's cell states ``(T + 1, B, H)`` and their tanh ``(T, B, H)``;
-    ``states``: LSTM's hidden states ``(T + 1, B, H)`` (the output sequence views
-    them); ``x_in``: LSTM's inputs with a column of ones ``(T·B, I + 1)``; ``rec``:
-    GRU's ``h @ W_hhᵀ + b_hh`` ``(T, B, G)``.
+    ``gates``: the gate activations (LSTM ``(T, 4, B, H)``, GRU ``(T, 3, B, H)``, see
+    :func:`~nnkit.backends.rnn_lstm.lstm_forward` and
+    :func:`~nnkit.backends.rnn_gru.gru_forward`; RNN the outputs ``(T, B, H)``);
+    ``cells`` and ``tanh_c``: LSTM's cell states ``(T + 1, B, H)`` and their tanh
+    ``(T, B, H)``; ``states``: LSTM's and GRU's hidden states ``(T + 1, B, H)`` (the
+    output sequence views them); ``x_in``: their inputs with a column of ones
+    ``(T·B, I + 1)``; ``rec``: GRU's ``h @ W_hnᵀ + b_hn`` ``(T, B, H)``.
 
     The arrays listed in ``buffers`` came from the free buffers and go back there when
     the cache dies (after the backward, which reads them, once the graph is freed) or

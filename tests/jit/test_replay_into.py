@@ -1,7 +1,7 @@
 """The fused kernels that write into given buffers (``out=``, what a replay passes:
-layer norm, attention, the cross-entropy's gradient): bitwise their fresh results, for
-every layout they make, and a compiled Transformer-style step that copies nothing into
-its buffers."""
+linear, layer norm, attention, the cross-entropy's gradient): bitwise their fresh
+results, for every layout they make, and a compiled Transformer-style step that copies
+nothing into its buffers."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import nnkit.nn.functional as F
 from nnkit import nn
 from nnkit.backends import replay
 from nnkit.backends.attention_kernels import sdpa_backward, sdpa_forward
+from nnkit.backends.linear_kernels import linear_backward, linear_forward
 from nnkit.backends.loss_kernels import ce_backward, ce_forward
 from nnkit.backends.mat import ArrayMat
 from nnkit.backends.norm_kernels import layer_norm_backward, layer_norm_forward
@@ -64,6 +65,30 @@ def assert_writes_into(fn, *args, **kwargs):
             assert a.shape == b.shape and a.dtype == b.dtype
             assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
     return fresh
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    "x, g_kind",
+    [
+        (rand(6, 5), "plain"),
+        (rand(2, 3, 5), "plain"),
+        (rand(3, 2, 5).transpose(1, 0, 2), "plain"),  # folding the rows copies
+        (rand(2, 3, 5), "broadcast"),  # a gradient broadcast along the rows
+    ],
+    ids=["2d", "3d", "3d strided", "broadcast g"],
+)
+@pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])  # the ones column
+def test_linear_forward_and_backward(x, g_kind, bias, wide):
+    n_out = 12 if wide else 4
+    w, b = mat(rand(n_out, 5)), mat(rand(n_out)) if bias else None
+    y, x1 = assert_writes_into(linear_forward, mat(x), w, b)
+    assert (x1 is not None) == (wide and bias)
+    g = rand(*y.shape) if g_kind == "plain" else np.broadcast_to(rand(n_out), y.shape)
+    for need in [(True, True, True), (True, False, False), (False, True, bias), (0, 0, bias)]:
+        need = (need[0], need[1], need[2] and bias)
+        if any(need):
+            assert_writes_into(linear_backward, mat(g), mat(x), w, need, x1)
 
 
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
@@ -221,7 +246,7 @@ def test_compiled_encoder_copies_nothing_into_its_buffers():
     into = {s.name for s in program.steps if replay._into(s) is not None}
     assert {
         "layer_norm_forward", "layer_norm_backward", "sdpa_forward", "sdpa_backward",
-        "ce_backward",
+        "ce_backward", "linear_forward", "linear_backward",
     } <= into  # fmt: skip
     # every kernel step either writes in place (out=), rebinds, or runs for no result
     refilled = [
@@ -234,3 +259,19 @@ def test_compiled_encoder_copies_nothing_into_its_buffers():
         and any(isinstance(a, (ArrayMat, np.ndarray)) for a in _arrays(s.outs))
     ]
     assert set(refilled) <= {"ce_forward"}, refilled  # its 0-d loss
+
+
+def test_fused_results_own_their_memory():
+    """The kernels' fresh results are whole arrays, not views of a buffer of another
+    shape: the engine may then add a second gradient into them in place."""
+    x, w, b = mat(rand(2, 3, 5)), mat(rand(12, 5)), mat(rand(12))
+    (y, _), (yn, _) = linear_forward(x, w, b), linear_forward(x, mat(rand(4, 5)), None)
+    gx, gw, gb = linear_backward(mat(rand(2, 3, 12)), x, w, (True, True, True))
+    out, p = sdpa_forward(mat(rand(2, 5, 24)), None, None, None, 0.3, 2)
+    dqkv, _, _, _ = sdpa_backward(
+        mat(rand(2, 5, 8)), None, mat(rand(2, 5, 24)), None, None, p, 0.3, (True,) * 3 + (False,), 2
+    )
+    _, xhat, rstd = layer_norm_forward(x, mat(rand(5)), mat(rand(5)), 1, 1e-5)
+    lgx, lgw, lgb = layer_norm_backward(x, xhat, rstd, mat(rand(5)), 1, (True, True, True))
+    for m in (y, yn, gx, gw, gb, out, dqkv, lgx, lgw, lgb):
+        assert m.array.base is None and m.array.flags.c_contiguous

@@ -51,14 +51,29 @@ def test_layer_norm_matches_torch(shape, normalized, affine, device):
         np.testing.assert_allclose(a.grad.cpu().numpy(), t.grad.numpy(), atol=1e-12)
 
 
-def test_layer_norm_float32_forward_is_the_composite_bitwise():
+def test_layer_norm_float32_equals_the_composite_to_rounding():
+    """The same formula, the sums as GEMVs (another order of the additions)."""
     rng = np.random.default_rng(1)
-    x = nnkit.tensor(rng.standard_normal((8, 16, 32)).astype(np.float32) * 3 + 1)
-    w = nnkit.tensor(rng.standard_normal(32).astype(np.float32))
-    b = nnkit.tensor(rng.standard_normal(32).astype(np.float32))
-    np.testing.assert_array_equal(
-        F.layer_norm(x, (32,), w, b).numpy(), _composite(x, (32,), w, b).numpy()
+    x = nnkit.tensor(
+        rng.standard_normal((8, 16, 32)).astype(np.float32) * 3 + 1, requires_grad=True
     )
+    w = nnkit.tensor(rng.standard_normal(32).astype(np.float32), requires_grad=True)
+    b = nnkit.tensor(rng.standard_normal(32).astype(np.float32), requires_grad=True)
+    g = nnkit.tensor(rng.standard_normal((8, 16, 32)).astype(np.float32))
+    outs, grads = [], []
+    for fn in (
+        lambda *a: F.layer_norm(a[0], (32,), *a[1:]),
+        lambda *a: _composite(a[0], (32,), *a[1:]),
+    ):
+        out = fn(x, w, b)
+        (out * g).sum().backward()
+        outs.append(out.detach().numpy())
+        grads.append([t.grad.numpy().copy() for t in (x, w, b)])
+        for t in (x, w, b):
+            t.grad = None
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+    for a, r in zip(*grads):
+        np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-5 * np.abs(r).max())
 
 
 @pytest.mark.parametrize("affine", [False, True])

@@ -241,11 +241,10 @@ def test_row_blocked_gemms_match_the_per_step_layer(name):
     """A batch and hidden size whose per-step GEMMs run in row blocks of the batch
     (``rnn_common._row_blocks``), over more steps than one span of LSTM's backward
     factors (and not a multiple of it): values and gradients as the per-step layer's."""
-    from nnkit.backends import rnn_common, rnn_lstm
+    from nnkit.backends import rnn_common, rnn_gru, rnn_lstm
 
-    gates = {"LSTM": 1, "GRU": 3, "RNN": 1}[name]  # LSTM: one GEMM per gate
-    assert rnn_common._row_blocks(np, 64, 128, gates * 128) > 1
-    assert rnn_common._row_blocks(np, 64, gates * 128, 128) > 1 and rnn_lstm._SPAN < 11
+    assert rnn_common._row_blocks(np, 64, 128, 128) > 1  # one GEMM per gate (RNN: one)
+    assert rnn_lstm._SPAN < 11 and rnn_gru._SPAN < 11
     layer = getattr(nn, name)(3, 128, bidirectional=True).double()
     x = nnkit.randn(11, 64, 3, dtype=nnkit.float64, requires_grad=True)
     results = []
@@ -265,7 +264,8 @@ def test_row_blocked_gemms_match_the_per_step_layer(name):
 
 @pytest.mark.parametrize("small_gemm", [0, 160, 10**9], ids=["large", "blocked", "small"])
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
-def test_lstm_projection_paths_match_the_per_step_layer(monkeypatch, small_gemm, bias):
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_gated_projection_paths_match_the_per_step_layer(monkeypatch, name, small_gemm, bias):
     """The input projection as one GEMM for all steps (GEMMs too large for the small-
     matrix kernel), one per step in row blocks, or one per step whole."""
     from nnkit.backends import rnn_common
@@ -273,14 +273,15 @@ def test_lstm_projection_paths_match_the_per_step_layer(monkeypatch, small_gemm,
     monkeypatch.setattr(rnn_common, "_SMALL_GEMM", small_gemm)
     want = {0: None, 160: 2, 10**9: 1}[small_gemm]
     assert rnn_common._small_blocks(np, 16, 3 + bias, 5) == want
-    layer = nn.LSTM(3, 5, bias=bias, bidirectional=True).double()
+    layer = getattr(nn, name)(3, 5, bias=bias, bidirectional=True).double()
     x = nnkit.randn(10, 16, 3, dtype=nnkit.float64, requires_grad=True)
     results = []
     for fused in (True, False):
         layer.fused = fused
         layer.zero_grad()
         x.grad = None
-        out, (h, c) = layer(x)
+        out, state = layer(x)
+        h, c = state if name == "LSTM" else (state, state)
         (out.sin().sum() + (h * c).sum()).backward()
         grads = [p.grad.numpy().copy() for p in layer.parameters()]
         results.append([out.detach().numpy(), h.detach().numpy(), x.grad.numpy(), *grads])

@@ -2,9 +2,9 @@
 
 ``softmax(q k^T * scale + mask) v`` runs as :class:`ScaledDotProductAttention`: two
 batched GEMMs around an in-place scale, mask and softmax (see
-:mod:`nnkit.backends.attention_kernels`), saving only the attention weights besides its
-inputs; its backward reuses them (two GEMMs for ``ds`` and ``dv``, two for ``dq`` and
-``dk``: its ``backward_mat``). With ``create_graph`` the backward is written with
+:mod:`nnkit.backends.attention_kernels`), saving only the attention weights and its
+output besides its inputs; its backward reuses them (two GEMMs for ``ds`` and ``dv``,
+two for ``dq`` and ``dk``: its ``backward_mat``). With ``create_graph`` the backward is written with
 differentiable Tensor ops (the weights recomputed from q and k), so double backward
 works. Dropout on the weights, and masks of other dtypes, take the composite path
 (matmul, softmax, dropout, matmul).
@@ -43,12 +43,12 @@ class ScaledDotProductAttention(Op):
     def forward(ctx, q, k, v, mask, scale, weights=False, heads=None):
         out, p = sdpa_forward(q, k, v, mask, scale, heads)
         ctx.scale, ctx.heads = scale, heads
-        ctx.save_for_backward(q, k, v, mask, p)
+        ctx.save_for_backward(q, k, v, mask, p, out)
         return (out, p) if weights else out
 
     @staticmethod
     def backward(ctx, grad_output, grad_weights=None):  # recorded: Tensor ops throughout
-        q, k, v, mask, p = ctx.saved_tensors
+        q, k, v, mask, p, _ = ctx.saved_tensors
         need = ctx.needs_input_grad[:4]
         grads = _composite_backward(grad_output, grad_weights, q, k, v, mask, ctx.scale, ctx.heads)
         out = [
@@ -59,9 +59,9 @@ class ScaledDotProductAttention(Op):
 
     @staticmethod
     def backward_mat(ctx, g, gw=None):  # not recorded: the fused kernel, from the weights
-        q, k, v, mask, p = ctx.saved_mats
+        q, k, v, mask, p, o = ctx.saved_mats
         need = ctx.needs_input_grad[:4]
-        grads = sdpa_backward(g, gw, q, k, v, p, ctx.scale, need, ctx.heads)
+        grads = sdpa_backward(g, gw, q, k, v, p, ctx.scale, need, ctx.heads, o)
         out = [
             None
             if d is None or not n

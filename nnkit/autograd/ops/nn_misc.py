@@ -10,8 +10,6 @@ composed from tensor ops.
 
 from __future__ import annotations
 
-import math
-
 from nnkit.autograd.factories import arange, tensor
 from nnkit.autograd.function import Op, ShapeError
 from nnkit.autograd.grad_mode import no_grad
@@ -22,6 +20,7 @@ from nnkit.autograd.ops.inplace import apply_inplace
 from nnkit.autograd.ops.linalg import MatMul
 from nnkit.backends import dtypes as _dt
 from nnkit.backends.check_kernels import check_index_range
+from nnkit.backends.linear_kernels import linear_backward, linear_forward
 from nnkit.random import default_generator
 
 __all__ = ["linear", "dropout", "dropout1d", "dropout2d", "embedding", "pad", "one_hot"]
@@ -61,58 +60,46 @@ def linear(input, weight, bias=None):
     check_same_dtype("linear", input, weight, "weight")
     if bias is not None:
         check_same_dtype("linear", input, bias, "bias")
-    if weight.ndim == 2 and input.ndim >= 2 and input.is_floating_point():
-        # x @ W^T with the transpose as a flag: the weight's gradient, G^T @ x, comes out
-        # in the weight's own (out, in) layout, with no transposed copy to make. Leading
-        # dimensions are folded into one: a single GEMM each way (a batched matmul would
-        # broadcast W and sum the weight's gradient over a (*, out, in) stack)
-        lead = tuple(input.shape[:-1])
-        flat = input.reshape(math.prod(lead), input.shape[-1]) if input.ndim > 2 else input
-        if bias is not None and tuple(bias.shape) == (weight.shape[0],):
-            out = Linear.apply(flat, weight, bias)  # the bias added in place
-            return out.reshape(*lead, weight.shape[0]) if input.ndim > 2 else out
-        out = MatMul.apply(flat, weight, tb=True)
-        out = out.reshape(*lead, weight.shape[0]) if input.ndim > 2 else out
-    else:
-        out = input @ weight.mT
-    if bias is not None:
-        if tuple(bias.shape) not in ((weight.shape[0],), ()):
-            raise ShapeError(
-                f"linear: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
-            )
-        out = out + bias
-    return out
+    if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ()):
+        raise ShapeError(
+            f"linear: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
+        )
+    if input.ndim >= 2 and input.is_floating_point() and (bias is None or bias.ndim == 1):
+        # one GEMM each way over the leading dimensions folded into rows (a batched
+        # matmul would broadcast W and sum the weight's gradient over a (*, out, in)
+        # stack), the bias added in place into the fresh product
+        return Linear.apply(input, weight, bias)
+    out = input @ weight.mT
+    return out if bias is None else out + bias
 
 
 class Linear(Op):
-    """``x W^T + b`` for a 2-d floating ``x`` and a ``(out,)`` bias: one GEMM whose fresh
-    output takes the bias in place (no second ``(N, out)`` array). Backward: ``G W``,
-    ``G^T x`` (in the weight's own layout) and the column sums of ``G``, with MatMul and
-    sum ops, so double backward works."""
+    """``x W^T + b`` for a floating ``x`` of 2 or more dimensions and a ``(out,)`` bias
+    (or None): one GEMM over the folded leading dimensions whose fresh output takes the
+    bias in place (see :mod:`nnkit.backends.linear_kernels`). Backward: ``G W``, ``G^T
+    x`` (in the weight's own layout) and the column sums of ``G`` in one kernel (its
+    ``backward_mat``), or with ``create_graph`` with MatMul and sum ops (double backward)."""
 
     @staticmethod
     def forward(ctx, x, w, b):
-        ctx.save_for_backward(x, w)
-        return x.matmul(w, False, True).iadd(b)
+        y, x1 = linear_forward(x, w, b)
+        ctx.save_for_backward(x, w, x1)
+        return y
 
     @staticmethod
-    def backward(ctx, grad_output):
-        x, w = ctx.saved_tensors
+    def backward(ctx, grad_output):  # recorded: MatMul and sum ops (double backward)
+        x, w, _ = ctx.saved_tensors
         n = ctx.needs_input_grad
-        g = grad_output
-        gx = MatMul.apply(g, w) if n[0] else None
-        gw = MatMul.apply(g, x, ta=True) if n[1] else None
+        g = grad_output.reshape(-1, w.shape[0])
+        x2 = x.reshape(-1, w.shape[1])
+        gx = MatMul.apply(g, w).reshape(x.shape) if n[0] else None
+        gw = MatMul.apply(g, x2, ta=True) if n[1] else None
         return gx, gw, (g.sum(0) if n[2] else None)
 
     @staticmethod
-    def backward_mat(ctx, g):
-        x, w = ctx.saved_mats
-        n = ctx.needs_input_grad
-        return (
-            g.matmul(w, False, False) if n[0] else None,
-            g.matmul(x, True, False) if n[1] else None,
-            g.sum(axis=(0,), keepdims=False, dtype=None) if n[2] else None,  # as sum(g, 0)
-        )
+    def backward_mat(ctx, g):  # not recorded: the one backward kernel
+        x, w, x1 = ctx.saved_mats
+        return linear_backward(g, x, w, ctx.needs_input_grad[:3], x1)
 
 
 class DropoutMul(Op):

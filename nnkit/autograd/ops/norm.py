@@ -3,9 +3,10 @@
 All are composed from reductions and elementwise ops (STYLE §6): the statistics
 are part of the graph, so gradients flow through the mean and variance and double
 backward works without a hand-written backward. ``layer_norm`` on floating inputs is
-the exception, for speed: one :class:`LayerNorm` op (forward bitwise the composite's,
-see :mod:`nnkit.backends.norm_kernels`) whose unrecorded backward is one kernel (its
-``backward_mat``), with ``create_graph`` the same formula in differentiable Tensor ops.
+the exception, for speed: one :class:`LayerNorm` op (the composite's formula, its sums
+as GEMVs: equal to float rounding, see :mod:`nnkit.backends.norm_kernels`) whose
+unrecorded backward is one kernel (its ``backward_mat``), or with ``create_graph`` the
+same formula in differentiable Tensor ops.
 """
 
 from __future__ import annotations
