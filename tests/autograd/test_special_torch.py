@@ -128,7 +128,16 @@ def test_unary_matches_torch(name, dname, dtype, atol, rtol):
     nk, th, x = UNARY[name]
     if name == "digamma" and dtype == np.float32:
         atol, rtol = 1e-5, 1e-5  # torch's float32 digamma is computed in float32
+    if name in _NAN_GRAD_VARIES:
+        _compare(nk, th, [x], dtype, *_tols(name, dtype, atol, rtol), grads=False)
+        x = x[~np.isnan(x)]
     _compare(nk, th, [x], dtype, *_tols(name, dtype, atol, rtol))
+
+
+# Gradients at a NaN input that torch's own CPU kernels disagree on: its float64 kernels
+# for AVX2 give NaN for hardswish and 0 for logit with eps, where its float32 ones (and
+# its AVX-512 ones) give the upstream gradient and NaN, as nnkit does; the values agree.
+_NAN_GRAD_VARIES = {"hardswish", "logit_eps"}
 
 
 def _tols(name, dtype, atol, rtol):
