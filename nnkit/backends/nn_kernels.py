@@ -21,7 +21,14 @@ import math
 
 import numpy as np
 
+from nnkit.backends.fp_errors import quiet
+
 __all__ = ["NNKernelsMixin", "erf_array"]
+
+
+def _lowest(dtype):
+    """The most negative finite value of the floating ``dtype``, as its scalar."""
+    return np.finfo(dtype).min
 
 
 def _last(a):
@@ -277,25 +284,27 @@ class NNKernelsMixin:
 
     # ---------------------------------------------------------------- softmax
     def _shifted(self, axis):
-        xp = self.xp
+        """``(z, s)``: ``z = x - max(x)`` and ``s = sum(exp(z))`` along ``axis``, run with
+        floating-point errors quiet (as every kernel under ``Op.apply``)."""
         x = self.array
-        m = xp.max(x, axis=axis, keepdims=True)
-        # an all -inf slice shifts by 0; a +inf (or NaN) maximum makes the slice NaN,
-        # as in torch (inf - inf)
-        m = xp.where(m == -np.inf, xp.zeros((), x.dtype), m)
-        with np.errstate(invalid="ignore"):
+        m = x.max(axis=axis, keepdims=True)
+        # an all -inf slice shifts by the lowest float, not by -inf (z stays -inf, s is
+        # 0, so softmax is 0/0 and log_softmax -inf - log(0): NaN, as torch); a +inf or
+        # NaN maximum makes the slice NaN, as in torch (inf - inf)
+        self.xp.maximum(m, _lowest(x.dtype), out=m)
+        with quiet():
             z = x - m
-        s = xp.sum(xp.exp(z), axis=axis, keepdims=True)
-        # an all -inf slice gives NaN (as torch) without a 0/0 warning
-        return z, xp.where(s > 0, s, xp.asarray(np.nan, dtype=s.dtype))
+            return z, self.xp.exp(z).sum(axis=axis, keepdims=True)
 
     def softmax(self, axis):
         """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the maximum."""
         if not self.array.size:  # nothing to normalise (the maximum has no identity)
             return self.copy()
+        if not self.array.ndim:  # as one element (NumPy makes 0-d results scalars)
+            return self._new(self.reshape((1,)).softmax(0).array.reshape(()))
         z, s = self._shifted(axis)
-        e = self.xp.exp(z)
-        with np.errstate(invalid="ignore"):
+        e = self.xp.exp(z, out=z)
+        with quiet():
             e /= s
         return self._new(e)
 
@@ -303,9 +312,11 @@ class NNKernelsMixin:
         """``x - logsumexp(x)`` along ``axis``, shifted by the maximum."""
         if not self.array.size:
             return self.copy()
+        if not self.array.ndim:
+            return self._new(self.reshape((1,)).log_softmax(0).array.reshape(()))
         z, s = self._shifted(axis)
-        with np.errstate(invalid="ignore"):
-            z -= self.xp.log(s)
+        with quiet():
+            z -= self.xp.log(s, out=s)
         return self._new(z)
 
     # ------------------------------------------------------------------- losses

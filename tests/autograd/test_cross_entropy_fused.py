@@ -187,3 +187,66 @@ def test_target_and_weight_gradients_take_composite_path():
     TF.cross_entropy(b, tt, weight=tw, label_smoothing=0.1).backward()
     for n, r in ((a, b), (nt, tt), (nw, tw)):
         np.testing.assert_allclose(n.grad.numpy(), r.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --- rows of logits with no ignored target, no weight, no smoothing: the kernel's fast
+# path (loss_kernels._ce_forward_rows); an ignore_index inside the targets' range that
+# no target equals sends the same input down the general path
+
+
+def _rows_case(dtype, seed=11):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((9, 5)) * 3
+    t = rng.choice([0, 1, 3, 4], 9)
+    t[:2] = (0, 4)  # the range [0, 4] holds the unused class 2
+    return x, t
+
+
+@pytest.mark.parametrize("dtype", [nnkit.float32, nnkit.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_rows_fast_path_bitwise_equal_to_general_path_and_torch(dtype, reduction):
+    x, t = _rows_case(dtype)
+    (a, nt, _), (b, tt, _) = _both(x, t, None, dtype)
+    fast = F.cross_entropy(a, nt, reduction=reduction)
+    c = nnkit.tensor(x, dtype=dtype, requires_grad=True)
+    general = F.cross_entropy(c, nt, reduction=reduction, ignore_index=2)
+    assert np.array_equal(fast.detach().numpy(), general.detach().numpy())
+    g = nnkit.tensor(np.random.default_rng(1).standard_normal(tuple(fast.shape)), dtype=dtype)
+    fast.backward(g)
+    general.backward(g)
+    assert np.array_equal(a.grad.numpy(), c.grad.numpy())
+    ref = TF.cross_entropy(b, tt, reduction=reduction)
+    ref.backward(torch.tensor(g.numpy()))
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == nnkit.float32 else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(fast.detach().numpy(), ref.detach().numpy(), **tol)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
+
+
+def test_rows_fast_path_double_backward():
+    x, t = _rows_case(nnkit.float64, seed=12)
+    nt = nnkit.tensor(t)
+    a = nnkit.tensor(x, requires_grad=True)
+    for red in ("mean", "sum", "none"):
+        assert gradgradcheck(lambda z, red=red: F.cross_entropy(z, nt, reduction=red), (a,))
+
+
+@pytest.mark.parametrize("bad", [5, -1, -101])
+def test_rows_fast_path_out_of_range_target(bad):
+    a = nnkit.tensor(np.zeros((3, 5)), requires_grad=True)
+    with pytest.raises(IndexError, match=f"target class {bad} out of range for 5 classes"):
+        F.cross_entropy(a, nnkit.tensor([0, bad, 4]))
+
+
+def test_rows_fast_path_infinite_logits_as_torch():
+    inf = np.inf
+    x = np.array([[0.0, -inf, 1.0], [-inf, -inf, -inf], [inf, 1.0, 0.0], [np.nan, 0.0, 1.0]])
+    t = np.array([0, 1, 2, 2])
+    (a, nt, _), (b, tt, _) = _both(x, t, None, nnkit.float64)
+    for red in ("none", "mean", "sum"):
+        a.grad = b.grad = None
+        out = F.cross_entropy(a, nt, reduction=red)
+        ref = TF.cross_entropy(b, tt, reduction=red)
+        np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+        out.sum().backward()
+        ref.sum().backward()
+        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
