@@ -7,6 +7,8 @@ batch.
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 __all__ = ["RNNCache"]
@@ -115,18 +117,58 @@ class RNNCache:
 # reads the operands in place: a larger per-step GEMM packs the weights at every call,
 # so it is cut into row blocks of the batch that stay under this (for batch 64, hidden
 # 128: about 20 % faster for LSTM's and GRU's, 15 % for RNN's; blocks of fewer than 8
-# rows would be slower).
+# rows would be slower). Only where NumPy's OpenBLAS runs kernels that have one (see
+# :func:`row_blocks_pay`): elsewhere (Haswell or Zen kernels) the blocks cost ~10 %.
 _SMALL_GEMM = 1_000_000
+
+# OpenBLAS's kernel families with small-matrix GEMM kernels for x86-64 (AVX-512)
+_SMALL_KERNEL_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+_ROW_BLOCKS: list = []  # [whether row blocks pay], found at the first call
+
+
+def _openblas_core(maps: str = "/proc/self/maps") -> str | None:
+    """The kernel family (``'Haswell'``, ``'SkylakeX'``, ...) NumPy's OpenBLAS runs in
+    this process, or None where that cannot be asked (another BLAS, not Linux)."""
+    try:
+        with open(maps) as f:
+            paths = sorted(
+                {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line},
+                key=lambda p: "numpy" not in p,  # NumPy's own first
+            )
+        for path in paths:
+            lib = ctypes.CDLL(path)
+            for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                         "openblas_get_corename64_", "openblas_get_corename"):  # fmt: skip
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn.restype = ctypes.c_char_p
+                    return fn().decode()
+    except (OSError, AttributeError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def row_blocks_pay(core: str | None = None) -> bool:
+    """Whether per-step GEMMs are cut into row blocks for the small-matrix kernel: on
+    OpenBLAS's AVX-512 kernel families (``core``, default: the one running here)."""
+    if core is not None:
+        return core.lower() in _SMALL_KERNEL_CORES
+    if not _ROW_BLOCKS:
+        _ROW_BLOCKS.append(row_blocks_pay(_openblas_core() or ""))
+    return _ROW_BLOCKS[0]
 
 
 def _small_blocks(xp, batch, k, n):
     """How many row blocks of the batch bring a GEMM ``(batch, k) @ (k, n)`` under
     :data:`_SMALL_GEMM` (1: it is already), or None where no blocks of 8 rows or more
-    dividing the batch do (or the arrays are not NumPy's)."""
+    dividing the batch do, or row blocks do not pay here (or the arrays are not
+    NumPy's)."""
     if xp is not np:
         return None
     if batch * k * n <= _SMALL_GEMM:
         return 1
+    if not row_blocks_pay():
+        return None
     for blocks in range(2, batch // 8 + 1):
         if batch % blocks == 0 and (batch // blocks) * k * n <= _SMALL_GEMM:
             return blocks

@@ -237,12 +237,14 @@ def test_reused_work_buffers_do_not_leak_between_graphs(name):
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
-def test_row_blocked_gemms_match_the_per_step_layer(name):
+def test_row_blocked_gemms_match_the_per_step_layer(monkeypatch, name):
     """A batch and hidden size whose per-step GEMMs run in row blocks of the batch
-    (``rnn_common._row_blocks``), over more steps than one span of LSTM's backward
-    factors (and not a multiple of it): values and gradients as the per-step layer's."""
+    (``rnn_common._row_blocks``, as on BLAS kernels with a small-matrix GEMM), over more
+    steps than one span of LSTM's backward factors (and not a multiple of it): values
+    and gradients as the per-step layer's."""
     from nnkit.backends import rnn_common, rnn_gru, rnn_lstm
 
+    monkeypatch.setattr(rnn_common, "_ROW_BLOCKS", [True])
     assert rnn_common._row_blocks(np, 64, 128, 128) > 1  # one GEMM per gate (RNN: one)
     assert rnn_lstm._SPAN < 11 and rnn_gru._SPAN < 11
     layer = getattr(nn, name)(3, 128, bidirectional=True).double()
@@ -271,6 +273,7 @@ def test_gated_projection_paths_match_the_per_step_layer(monkeypatch, name, smal
     from nnkit.backends import rnn_common
 
     monkeypatch.setattr(rnn_common, "_SMALL_GEMM", small_gemm)
+    monkeypatch.setattr(rnn_common, "_ROW_BLOCKS", [True])
     want = {0: None, 160: 2, 10**9: 1}[small_gemm]
     assert rnn_common._small_blocks(np, 16, 3 + bias, 5) == want
     layer = getattr(nn, name)(3, 5, bias=bias, bidirectional=True).double()
@@ -340,3 +343,25 @@ def test_buffers_follow_the_cache_that_holds_them_last():
     del recorded
     assert any(x is b for x in free)
     K._POOL.pop(((3, 7, 11), a.dtype.str))
+
+
+def test_row_blocks_only_on_kernels_with_a_small_matrix_gemm(monkeypatch):
+    """OpenBLAS's AVX-512 kernel families run small GEMMs without packing (row blocks
+    pay); elsewhere a GEMM too large for one is not cut (the input projection then one
+    GEMM for all steps). The kernel family is read from NumPy's OpenBLAS where it is."""
+    from nnkit.backends import rnn_common
+
+    assert rnn_common.row_blocks_pay("SkylakeX") and rnn_common.row_blocks_pay("cooperlake")
+    assert not rnn_common.row_blocks_pay("Haswell") and not rnn_common.row_blocks_pay("Zen")
+    assert not rnn_common.row_blocks_pay("")
+    monkeypatch.setattr(rnn_common, "_ROW_BLOCKS", [False])
+    assert rnn_common._small_blocks(np, 64, 128, 128) is None
+    assert rnn_common._row_blocks(np, 64, 128, 128) == 1
+    assert rnn_common._small_blocks(np, 64, 33, 128) == 1  # small enough as it is
+    monkeypatch.setattr(rnn_common, "_ROW_BLOCKS", [True])
+    assert rnn_common._row_blocks(np, 64, 128, 128) == 2
+    core = rnn_common._openblas_core()
+    info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    if "openblas" in str(info.get("name", "")).lower():
+        assert isinstance(core, str) and core  # e.g. 'Haswell', 'SkylakeX', 'Zen'
+    assert rnn_common._openblas_core("/nonexistent/maps") is None
