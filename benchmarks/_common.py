@@ -6,6 +6,8 @@ import os
 import statistics
 import time
 
+from nnkit.backends.rnn_common import openblas_core
+
 
 def median_time(fn, *, repeats: int = 7, warmup: int = 2, number: int = 1) -> float:
     """Median wall time of ``number`` calls of ``fn`` (seconds per call)."""
@@ -64,7 +66,10 @@ def blas_threads() -> int:
 
 
 def env_line() -> str:
+    """Threads, the OpenBLAS kernel family NumPy runs (what threadpoolctl reports), the
+    ``OPENBLAS_CORETYPE`` pin if any, and the CPU count: compare figures only where
+    this line is the same."""
     return (
-        f"threads={blas_threads()} OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}"
-        f" cpus={os.cpu_count()}"
+        f"threads={blas_threads()} kernel={openblas_core() or 'unknown'}"
+        f" OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')} cpus={os.cpu_count()}"
     )

@@ -11,7 +11,9 @@ Workloads, each timed in alternation in one run (medians):
 * ``lstm``: the LSTM network and floor of :mod:`benchmarks.bench_lstm` (batch 64,
   sequence 32, hidden 128);
 * ``transformer``: the encoder layer and floor of :mod:`benchmarks.bench_transformer`
-  (batch 32, sequence 64, d_model 128).
+  (batch 32, sequence 64, d_model 128);
+* ``cnn``: the ConvNet and floor of :mod:`benchmarks.bench_cnn` (batch 64, 1x28x28);
+* ``mlpN`` for any batch size N (``mlp1024`` among the defaults).
 
 The compiled contender replays the recorded program of Mat kernel calls (no Tensor,
 graph node or engine in between); before timing, the replayed losses are checked
@@ -33,7 +35,7 @@ import numpy as np
 
 import nnkit
 import nnkit.nn.functional as F
-from benchmarks import bench_lstm, bench_mlp, bench_transformer
+from benchmarks import bench_cnn, bench_lstm, bench_mlp, bench_transformer
 from benchmarks._common import blas_threads, env_line, interleaved_medians, try_torch
 from benchmarks.bench_overhead import N_OPS, chain
 from nnkit import nn
@@ -42,7 +44,7 @@ from nnkit.backends.mat import ArrayMat
 
 SIZES = (784, 512, 512, 10)
 LR = 0.01
-WORKLOADS = ("chain", "mlp16", "mlp128", "lstm", "transformer")
+WORKLOADS = ("chain", "mlp16", "mlp128", "mlp1024", "cnn", "lstm", "transformer")
 
 
 def _check(eager, compiled, steps: int = 4) -> None:
@@ -160,6 +162,34 @@ def lstm_contenders(torch) -> dict:
     return fns
 
 
+def cnn_contenders(torch) -> dict:
+    b = bench_cnn
+    rng = np.random.default_rng(0)
+    params = b.init_params()
+    xv = rng.standard_normal((b.BATCH, 1, 28, 28)).astype(np.float32)
+    yv = rng.integers(0, 10, b.BATCH)
+    x, y = nnkit.tensor(xv), nnkit.tensor(yv)
+
+    def net():
+        return {k: nnkit.tensor(v, requires_grad=True) for k, v in params.items()}
+
+    e_net, c_net = net(), net()
+    compiled = nnkit.compile(lambda x, y: b.nnkit_step(c_net, x, y))
+    _check(lambda: b.nnkit_step(e_net, x, y), lambda: compiled(x, y))
+    floor = b.numpy_params(params)
+    x_cl = np.ascontiguousarray(xv.transpose(0, 2, 3, 1))
+    fns = {
+        "eager": lambda: b.nnkit_step(e_net, x, y),
+        "compiled": lambda: compiled(x, y),
+        "floor": lambda: b.numpy_step(floor, x_cl, yv),
+    }
+    if torch is not None:
+        tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+        tx, ty = torch.from_numpy(xv), torch.from_numpy(yv)
+        fns["torch"] = lambda: b.torch_step(torch, tp, tx, ty)
+    return fns
+
+
 def transformer_contenders(torch, batch: int = 32) -> dict:
     b = bench_transformer
     rng = np.random.default_rng(1)
@@ -200,6 +230,8 @@ def contenders(name: str, torch) -> tuple:
         return lstm_contenders(torch), bench_lstm.BATCH
     if name == "transformer":
         return transformer_contenders(torch), 32
+    if name == "cnn":
+        return cnn_contenders(torch), bench_cnn.BATCH
     raise SystemExit(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
 
 

@@ -369,15 +369,17 @@ def _activation_grad(name, g, y, o):
     """The fused activation gradients of ``ArrayMat``, in the same order of operations."""
     if not isinstance(y, ArrayMat) or y.array.dtype.kind != "f":
         return None
+    # work arrays in ``y``'s memory order (a channels-last convolution output, say):
+    # a C-order one would make every pass a strided one (2x slower than eager's)
     if name == "relu_grad":
-        mask = np.empty(y.shape, bool)
+        mask = np.empty_like(y.array, dtype=bool)
 
         def relu_grad():
             np.greater(y.array, 0, out=mask)
             np.multiply(g.array, mask, out=o)
 
         return relu_grad
-    tmp = np.empty(y.shape, y.array.dtype)
+    tmp = np.empty_like(y.array)
     if name == "tanh_grad":  # g * (1 - y * y)
 
         def tanh_grad():

@@ -11,7 +11,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["RNNCache"]
+__all__ = ["RNNCache", "openblas_core", "row_blocks_pay"]
 
 # Free NumPy work buffers by (shape, dtype): the backward's (used and given back within
 # one call) and the forward's that an RNNCache owns (given back when it dies or hands
@@ -126,7 +126,7 @@ _SMALL_KERNEL_CORES = ("skylakex", "cooperlake", "sapphirerapids")
 _ROW_BLOCKS: list = []  # [whether row blocks pay], found at the first call
 
 
-def _openblas_core(maps: str = "/proc/self/maps") -> str | None:
+def openblas_core(maps: str = "/proc/self/maps") -> str | None:
     """The kernel family (``'Haswell'``, ``'SkylakeX'``, ...) NumPy's OpenBLAS runs in
     this process, or None where that cannot be asked (another BLAS, not Linux)."""
     try:
@@ -154,7 +154,7 @@ def row_blocks_pay(core: str | None = None) -> bool:
     if core is not None:
         return core.lower() in _SMALL_KERNEL_CORES
     if not _ROW_BLOCKS:
-        _ROW_BLOCKS.append(row_blocks_pay(_openblas_core() or ""))
+        _ROW_BLOCKS.append(row_blocks_pay(openblas_core() or ""))
     return _ROW_BLOCKS[0]
 
 
