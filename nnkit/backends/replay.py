@@ -20,6 +20,7 @@ import functools
 
 import numpy as np
 
+from nnkit.backends.fp_errors import QUIET, STATE
 from nnkit.backends.mat import ArrayMat
 
 __all__ = [
@@ -118,9 +119,15 @@ def rebind(old, new) -> None:
 
 
 def run(calls) -> None:
-    """Replay a program built by :func:`build`."""
-    for call in calls:
-        call()
+    """Replay a program built by :func:`build`, with NumPy's floating-point errors
+    quiet as in eager mode (``Op.apply``): a ``log(0)`` gives ``-inf``, no warning."""
+    token = STATE.get() is not QUIET and STATE.set(QUIET)
+    try:
+        for call in calls:
+            call()
+    finally:
+        if token:
+            STATE.reset(token)
 
 
 def build(program) -> list:

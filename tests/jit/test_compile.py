@@ -499,3 +499,30 @@ def test_memory_is_flat_over_1000_replays():
     # one leaked (16, 16) float32 activation per step would be 1 MiB
     assert now - base < 64 * 1024, now - base
     assert len(gc.get_objects()) - objects < 50
+
+
+def test_replay_keeps_floating_point_errors_quiet():
+    """A replay runs its kernels as eager mode does, NumPy's floating-point errors quiet
+    (``log(0)`` is ``-inf``, ``exp`` overflows to ``inf``, ``0/0`` is NaN): no warning,
+    which the test configuration would raise."""
+    w_e = nnkit.tensor([0.0, 1.0, 2.0, 100.0], requires_grad=True)
+    w_c = nnkit.tensor([0.0, 1.0, 2.0, 100.0], requires_grad=True)
+
+    def make(w):
+        def step(x):
+            w.grad = None
+            loss = (w * x).log().sum() + (w * x).exp().sum() + (w / w).sum()
+            loss.backward()
+            return loss
+
+        return step
+
+    eager, compiled = make(w_e), nnkit.compile(make(w_c))
+    x = nnkit.tensor([1.0, 1.0, 1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(4):  # recorded twice, then replayed
+            a, b = eager(x), compiled(x)
+            assert np.array_equal(a.detach().numpy(), b.numpy(), equal_nan=True)
+    assert np.array_equal(w_e.grad.numpy(), w_c.grad.numpy(), equal_nan=True)
+    assert compiled.num_programs == 1 and compiled.num_replays >= 2

@@ -360,8 +360,8 @@ def test_row_blocks_only_on_kernels_with_a_small_matrix_gemm(monkeypatch):
     assert rnn_common._small_blocks(np, 64, 33, 128) == 1  # small enough as it is
     monkeypatch.setattr(rnn_common, "_ROW_BLOCKS", [True])
     assert rnn_common._row_blocks(np, 64, 128, 128) == 2
-    core = rnn_common._openblas_core()
+    core = rnn_common.openblas_core()
     info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     if "openblas" in str(info.get("name", "")).lower():
         assert isinstance(core, str) and core  # e.g. 'Haswell', 'SkylakeX', 'Zen'
-    assert rnn_common._openblas_core("/nonexistent/maps") is None
+    assert rnn_common.openblas_core("/nonexistent/maps") is None
