@@ -21,21 +21,21 @@ from nnkit.backends.rnn_common import (
 __all__ = ["gru_forward", "gru_backward"]
 
 # GRU, gate-major: each step's gates are three contiguous (B, H) blocks in PyTorch's
-# order (r, z, n), the sigmoids r and z together (one pass turns their tanh into
-# sigmoids). The backward's gradients are four blocks (n, r, z, hn): the input
-# projection's (n, r, z) and the recurrence's (r, z, hn) are each three adjacent ones.
+# order (r, z, n), the sigmoids r and z together (their passes run over both at once).
+# The backward's gradients are four blocks (n, r, z, hn): the input projection's
+# (n, r, z) and the recurrence's (r, z, hn) are each three adjacent ones.
 _SPAN = 8  # time steps per run of the backward's gradient-independent passes
 
 
-def _blocks(xp, w, hidden, out, halve=False, transpose=False):
+def _blocks(xp, w, hidden, out, negate=False, transpose=False):
     """``(3H, K)`` weight rows (or ``(3H,)`` biases) written into ``out`` ``(3, H, K)``
-    (``(3, K, H)`` with ``transpose``; ``(3, H)``); ``halve`` halves r's and z's (the
-    sigmoids' pre-activations, exact: a power of two)."""
+    (``(3, K, H)`` with ``transpose``; ``(3, H)``); ``negate`` negates r's and z's (the
+    sigmoids' pre-activations, exact)."""
     w3 = w.reshape((3, hidden) + w.shape[1:])
     for k in range(3):
         src = w3[k].T if transpose else w3[k]
-        if halve and k < 2:
-            xp.multiply(src, 0.5, out=out[k])
+        if negate and k < 2:
+            xp.negative(src, out=out[k])
         else:
             out[k][...] = src
     return out
@@ -58,11 +58,11 @@ def gru_forward(xp, x, h0, w_ih, w_hh, b_ih, b_hh, reverse):
     bias = b_ih is not None
     k_in = n_in + bias
     w_in = _empty(xp, (3, k_in, hidden), dt)
-    _blocks(xp, w_ih, hidden, w_in[:, :n_in], halve=True, transpose=True)
+    _blocks(xp, w_ih, hidden, w_in[:, :n_in], negate=True, transpose=True)
     if bias:
         b_in = b_ih.copy()
         b_in[: 2 * hidden] += b_hh[: 2 * hidden]
-        _blocks(xp, b_in, hidden, w_in[:, n_in], halve=True)
+        _blocks(xp, b_in, hidden, w_in[:, n_in], negate=True)
         x_in = _empty(xp, (n, k_in), dt)
         x_in.reshape(steps, batch, k_in)[:, :, :n_in] = x
         x_in[:, n_in] = 1
@@ -99,9 +99,9 @@ def gru_forward(xp, x, h0, w_ih, w_hh, b_ih, b_hh, reverse):
         else:
             xp.add(proj_t[t, :2], rec[:2], out=rz)
             g3[2] = proj_t[t, 2]
-        xp.tanh(rz, out=rz)  # (1 + tanh(z / 2)) / 2
-        rz *= 0.5
-        rz += 0.5
+        xp.exp(rz, out=rz)  # 1 / (1 + exp(-z)), the weights negated
+        rz += 1
+        xp.reciprocal(rz, out=rz)
         r, z, nn = g3
         hn = rec_n[t]
         if b_hn is None:

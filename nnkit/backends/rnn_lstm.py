@@ -23,21 +23,21 @@ __all__ = ["lstm_forward", "lstm_backward"]
 # LSTM, gate-major: each step's gates are four contiguous (B, H) blocks (every
 # elementwise pass runs over whole blocks; a column slice of a (B, 4H) row would cost
 # NumPy one inner loop per row), in the order (o, i, f, g): the sigmoids o, i, f
-# together (one pass turns their tanh into sigmoids), and i, f, g, whose gradients all
+# together (their passes run over all three at once), and i, f, g, whose gradients all
 # scale the cell's gradient, together (one broadcast pass in the backward).
 _PERM = [3, 0, 1, 2]  # PyTorch's (i, f, g, o) row block of each internal gate
 _SPAN = 8  # time steps per run of the backward's gradient-independent passes
 
 
-def _gate_major(xp, w, hidden, out, halve=False, transpose=False):
+def _gate_major(xp, w, hidden, out, negate=False, transpose=False):
     """``(4H, K)`` weight rows (or ``(4H,)`` biases) in PyTorch's gate order written
     into ``out`` ``(4, H, K)`` (``(4, K, H)`` with ``transpose``; ``(4, H)``) in the
-    internal order; ``halve`` halves the sigmoid gates (exact: a power of two)."""
+    internal order; ``negate`` negates the sigmoid gates (exact)."""
     w4 = w.reshape((4, hidden) + w.shape[1:])
     for k, j in enumerate(_PERM):
         src = w4[j].T if transpose else w4[j]
-        if halve and k < 3:
-            xp.multiply(src, 0.5, out=out[k])
+        if negate and k < 3:
+            xp.negative(src, out=out[k])
         else:
             out[k][...] = src
     return out
@@ -71,9 +71,9 @@ def lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
     # the input projection of every step, the bias through a column of ones
     k_in = n_in + (bias is not None)
     w_in = _empty(xp, (4, k_in, hidden), dt)
-    _gate_major(xp, w_ih, hidden, w_in[:, :n_in], halve=True, transpose=True)
+    _gate_major(xp, w_ih, hidden, w_in[:, :n_in], negate=True, transpose=True)
     if bias is not None:
-        _gate_major(xp, bias, hidden, w_in[:, n_in], halve=True)
+        _gate_major(xp, bias, hidden, w_in[:, n_in], negate=True)
         x_in = _empty(xp, (n, k_in), dt)
         x_in.reshape(steps, batch, k_in)[:, :, :n_in] = x
         x_in[:, n_in] = 1
@@ -111,11 +111,12 @@ def lstm_forward(xp, x, h0, c0, w_ih, w_hh, bias, reverse):
             z += rec
         else:
             xp.add(proj_t[t], rec, out=z)
-        xp.tanh(z, out=z)
-        sig = z[:3]  # (1 + tanh(z / 2)) / 2
-        sig *= 0.5
-        sig += 0.5
+        sig = z[:3]  # 1 / (1 + exp(-z)), the weights negated
+        xp.exp(sig, out=sig)
+        sig += 1
+        xp.reciprocal(sig, out=sig)
         o, i, f, g = z
+        xp.tanh(g, out=g)
         c = cs[t + d]
         xp.multiply(f, cs[t + 1 - d], out=c)
         xp.multiply(i, g, out=ig)
