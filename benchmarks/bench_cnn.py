@@ -16,11 +16,14 @@ Three implementations, timed in alternation in one run (medians after warm-up):
 
 The three share one process, so one malloc heap: glibc returns the top of the heap to
 the system when a step frees more than twice its largest mmap'ed block, and the next
-step page-faults it back in. That cost (a few ms per step, different for each
-contender and from run to run) is part of what is measured; with
-``MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_MMAP_THRESHOLD_=4000000000`` it goes.
+step page-faults it back in. That cost (on a 2-core VM up to ~3 000 faults and 10 ms
+per step, different for each contender and from run to run) is part of what is
+measured; with ``--keep-freed-memory`` (nnkit's
+:func:`~nnkit.backends.host_memory.keep_freed_memory`, which ``nnkit train`` sets) or
+``MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_MMAP_THRESHOLD_=4000000000`` it goes, for
+every contender.
 
-Run: ``python -m benchmarks.bench_cnn [--repeats 15] [--profile]``.
+Run: ``python -m benchmarks.bench_cnn [--repeats 15] [--profile] [--keep-freed-memory]``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from numpy.lib.stride_tricks import as_strided
 import nnkit
 import nnkit.nn.functional as F
 from benchmarks._common import blas_threads, env_line, interleaved_medians, try_torch
+from nnkit.backends.host_memory import keep_freed_memory
 
 BATCH = 64
 LR = 0.01
@@ -178,7 +182,12 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--profile", action="store_true", help="cProfile 20 nnkit steps")
+    ap.add_argument(
+        "--keep-freed-memory", action="store_true", help="no page faults for freed memory"
+    )
     args = ap.parse_args(argv)
+    if args.keep_freed_memory:
+        keep_freed_memory()
     threads = blas_threads()
     rng = np.random.default_rng(1)
     x = rng.standard_normal((BATCH, 1, 28, 28)).astype(np.float32)

@@ -9,6 +9,7 @@ runs, so ``nnkit --version`` and ``nnkit --help`` answer at once (as MLX's
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -17,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from nnkit._version import __version__
+from nnkit.backends.host_memory import keep_freed_memory
 from nnkit.cli import process
 from nnkit.cli.errors import CLIError
 
@@ -199,6 +201,10 @@ def summary(config: ConfigArg, set_: SetOpt = None) -> None:
 
 
 def main() -> None:
-    """The ``nnkit`` console script."""
+    """The ``nnkit`` console script: the process is the run's, so malloc keeps the memory
+    a step frees for the next (:func:`nnkit.backends.host_memory.keep_freed_memory`;
+    ``NNKIT_KEEP_FREED_MEMORY=0`` leaves it as it is)."""
     process.ENDS_PROCESS = True
+    if os.environ.get("NNKIT_KEEP_FREED_MEMORY", "1") != "0":
+        keep_freed_memory()
     app(prog_name="nnkit")
