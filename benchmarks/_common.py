@@ -6,7 +6,7 @@ import os
 import statistics
 import time
 
-from nnkit.backends.rnn_common import openblas_core
+from nnkit.backends.blas_info import openblas_core
 
 
 def median_time(fn, *, repeats: int = 7, warmup: int = 2, number: int = 1) -> float:

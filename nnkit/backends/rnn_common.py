@@ -7,11 +7,11 @@ batch.
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
-__all__ = ["RNNCache", "openblas_core", "row_blocks_pay"]
+from nnkit.backends.blas_info import openblas_core
+
+__all__ = ["RNNCache", "row_blocks_pay"]
 
 # Free NumPy work buffers by (shape, dtype): the backward's (used and given back within
 # one call) and the forward's that an RNNCache owns (given back when it dies or hands
@@ -124,28 +124,6 @@ _SMALL_GEMM = 1_000_000
 # OpenBLAS's kernel families with small-matrix GEMM kernels for x86-64 (AVX-512)
 _SMALL_KERNEL_CORES = ("skylakex", "cooperlake", "sapphirerapids")
 _ROW_BLOCKS: list = []  # [whether row blocks pay], found at the first call
-
-
-def openblas_core(maps: str = "/proc/self/maps") -> str | None:
-    """The kernel family (``'Haswell'``, ``'SkylakeX'``, ...) NumPy's OpenBLAS runs in
-    this process, or None where that cannot be asked (another BLAS, not Linux)."""
-    try:
-        with open(maps) as f:
-            paths = sorted(
-                {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line},
-                key=lambda p: "numpy" not in p,  # NumPy's own first
-            )
-        for path in paths:
-            lib = ctypes.CDLL(path)
-            for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
-                         "openblas_get_corename64_", "openblas_get_corename"):  # fmt: skip
-                fn = getattr(lib, name, None)
-                if fn is not None:
-                    fn.restype = ctypes.c_char_p
-                    return fn().decode()
-    except (OSError, AttributeError, UnicodeDecodeError):
-        pass
-    return None
 
 
 def row_blocks_pay(core: str | None = None) -> bool:

@@ -349,7 +349,7 @@ def test_row_blocks_only_on_kernels_with_a_small_matrix_gemm(monkeypatch):
     """OpenBLAS's AVX-512 kernel families run small GEMMs without packing (row blocks
     pay); elsewhere a GEMM too large for one is not cut (the input projection then one
     GEMM for all steps). The kernel family is read from NumPy's OpenBLAS where it is."""
-    from nnkit.backends import rnn_common
+    from nnkit.backends import blas_info, rnn_common
 
     assert rnn_common.row_blocks_pay("SkylakeX") and rnn_common.row_blocks_pay("cooperlake")
     assert not rnn_common.row_blocks_pay("Haswell") and not rnn_common.row_blocks_pay("Zen")
@@ -360,8 +360,8 @@ def test_row_blocks_only_on_kernels_with_a_small_matrix_gemm(monkeypatch):
     assert rnn_common._small_blocks(np, 64, 33, 128) == 1  # small enough as it is
     monkeypatch.setattr(rnn_common, "_ROW_BLOCKS", [True])
     assert rnn_common._row_blocks(np, 64, 128, 128) == 2
-    core = rnn_common.openblas_core()
+    core = blas_info.openblas_core()
     info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     if "openblas" in str(info.get("name", "")).lower():
         assert isinstance(core, str) and core  # e.g. 'Haswell', 'SkylakeX', 'Zen'
-    assert rnn_common.openblas_core("/nonexistent/maps") is None
+    assert blas_info.openblas_core("/nonexistent/maps") is None
