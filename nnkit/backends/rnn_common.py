@@ -43,7 +43,7 @@ def _empty(xp, shape, dt):
 def _give_back(*arrays) -> None:
     """Keep ``arrays`` (no longer referenced elsewhere) for a later :func:`_empty`."""
     for a in arrays:
-        if a is None or not isinstance(a, np.ndarray):
+        if type(a) is not np.ndarray:  # (None, another module's array or a subclass)
             continue
         n = a.nbytes
         if n <= _POOL_ARRAY_BYTES and _pooled_bytes[0] + n <= _POOL_BYTES:

@@ -365,3 +365,19 @@ def test_row_blocks_only_on_kernels_with_a_small_matrix_gemm(monkeypatch):
     if "openblas" in str(info.get("name", "")).lower():
         assert isinstance(core, str) and core  # e.g. 'Haswell', 'SkylakeX', 'Zen'
     assert blas_info.openblas_core("/nonexistent/maps") is None
+
+
+def test_pool_keeps_plain_numpy_arrays_only():
+    """Another device's arrays (the simulated device's ndarray subclass, say) never enter
+    the free-buffer pool of NumPy work arrays, where a CPU kernel would take them."""
+    from nnkit.backends import rnn_common as K
+
+    class Other(np.ndarray):
+        pass
+
+    shape = (3, 7, 13)
+    K._give_back(np.empty(shape, np.float32).view(Other), None)
+    assert not K._POOL.get((shape, np.dtype(np.float32).str))
+    plain = np.empty(shape, np.float32)
+    K._give_back(plain)
+    assert K._empty(np, shape, np.dtype(np.float32)) is plain
