@@ -173,6 +173,15 @@ class SimMat(ArrayMat):
     def _view(self, array) -> "SimMat":
         return self.__class__(array, self.storage)
 
+    def is_unaliased(self) -> bool:
+        # a kernel's fresh result is a SimArray view of the plain array it made (one
+        # level of ``base``); a view of other memory has a longer chain (as on CuPy,
+        # whose fresh arrays have no base, the engine may then sum into it in place)
+        a = self.array
+        b = a.base
+        plain = type(b) is np.ndarray and b.base is None
+        return self._storage is None and plain and self._writable(a)
+
     @staticmethod
     def check_available() -> None:
         pass

@@ -350,13 +350,13 @@ row(
 )
 row(
     "igamma_x",
-    lambda x: nnkit.igamma(nnkit.tensor(2.5, dtype=x.dtype), x),
+    lambda x: nnkit.igamma(nnkit.tensor(2.5, dtype=x.dtype, device=x.device), x),
     _mp(lambda x: mpmath.gammainc(2.5, 0, x, regularized=True)),
     unary_samples(uni(0.2, 6.0)),
 )
 row(
     "igammac_x",
-    lambda x: nnkit.igammac(nnkit.tensor([0.7, 3.0, 25.0]), x),
+    lambda x: nnkit.igammac(nnkit.tensor([0.7, 3.0, 25.0], device=x.device), x),
     None
     if mpmath is None
     else lambda x: _vec(lambda a, v: float(mpmath.gammainc(a, v, regularized=True)))(
