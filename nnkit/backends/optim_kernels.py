@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "keras_adam_step"]
 
 
 def _s(value, a):
@@ -153,4 +153,34 @@ def adagrad_step(params, grads, sums, steps, *, lr, lr_decay, weight_decay, eps,
         xp.true_divide(ga, t, out=t)
         xp.multiply(t, _s(-clr, t), out=t)
         xp.add(pa, t, out=pa)
+        p._written()
+
+
+def keras_adam_step(params, grads, ms, vs, v_hats, *, alpha, beta_1, beta_2, epsilon):
+    """Keras's Adam (:class:`nnkit.optimizers.Adam`): the operations of its per-variable
+    ``update_step`` in order, ``m += (g - m)(1 - b1)``, ``v += (g² - v)(1 - b2)``, with
+    ``amsgrad`` (``v_hats`` not None) ``v̂ = max(v̂, v)``, then ``w -= m·alpha /
+    (sqrt(v) + eps)``, written in place through two work arrays per variable."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp, pa, ga = p.xp, _a(p), _a(g)
+        m, v = _a(ms[i]), _a(vs[i])
+        t = xp.subtract(ga, m)
+        xp.multiply(t, _s(1 - beta_1, t), out=t)
+        xp.add(m, t, out=m)
+        u = xp.multiply(ga, ga)
+        xp.subtract(u, v, out=u)
+        xp.multiply(u, _s(1 - beta_2, u), out=u)
+        xp.add(v, u, out=v)
+        ms[i]._written()
+        vs[i]._written()
+        if v_hats is not None:
+            vh = _a(v_hats[i])
+            xp.maximum(vh, v, out=vh)
+            v_hats[i]._written()
+            v = vh
+        xp.multiply(m, _s(alpha, m), out=t)
+        xp.sqrt(v, out=u)
+        xp.add(u, _s(epsilon, u), out=u)
+        xp.true_divide(t, u, out=t)
+        xp.subtract(pa, t, out=pa)
         p._written()

@@ -7,6 +7,7 @@ from typing import Any
 
 from nnkit.autograd.ops import maximum
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import keras_adam_step
 from nnkit.optimizers.base_optimizer import Optimizer
 
 __all__ = ["Adam"]
@@ -48,6 +49,8 @@ class Adam(Optimizer):
         >>> len(opt.variables)     # iterations, learning rate, 3 slots x 2 parameters
         8
     """
+
+    _fused = True  # (tests set it False on an instance to run update_step one by one)
 
     def __init__(
         self,
@@ -93,6 +96,27 @@ class Adam(Optimizer):
         )
         if self.amsgrad:
             self._velocity_hats = self.add_optimizer_variables(variables, "velocity_hat")
+
+    def _update_all(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+        """Every variable's :meth:`update_step` as one in-place kernel
+        (:func:`~nnkit.backends.optim_kernels.keras_adam_step`: the same operations, so
+        bitwise the same values); a subclass that overrides ``update_step`` runs its own."""
+        if type(self).update_step is not Adam.update_step or not self._fused:
+            super()._update_all(grads, variables, learning_rate)
+            return
+        local_step = self.iterations + 1
+        beta_1_power = self.beta_1**local_step
+        beta_2_power = self.beta_2**local_step
+        alpha = learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+        index = [self._get_variable_index(v) for v in variables]
+        slots = (self._velocity_hats,) if self.amsgrad else ()
+        m, v, *v_hat = [[s[k]._impl.data for k in index] for s in (
+            self._momentums, self._velocities, *slots)]  # fmt: skip
+        keras_adam_step(
+            [x._impl.data for x in variables], [g._impl.data for g in grads], m, v,
+            v_hat[0] if v_hat else None, alpha=alpha, beta_1=self.beta_1,
+            beta_2=self.beta_2, epsilon=self.epsilon,
+        )  # fmt: skip
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
         local_step = self.iterations + 1

@@ -463,6 +463,11 @@ class Optimizer(GradientTransforms, TorchProtocol):
         learning_rate = self._current_learning_rate()
         grads = self._clip_gradients(grads)
         self._apply_weight_decay(variables, learning_rate)
+        self._update_all(grads, variables, learning_rate)
+
+    def _update_all(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+        """The algorithm's step for every variable: :meth:`update_step` one by one (an
+        optimizer may run them as one in-place kernel, with the same values)."""
         for grad, var in zip(grads, variables):
             self.update_step(grad, var, learning_rate)
 

@@ -374,3 +374,43 @@ def test_schedule_sees_every_call_under_accumulation():
         ref.apply([np.ones(2)])
         opt.apply_gradients([(nnkit.ones(2, dtype=nnkit.float64), w)])
     np.testing.assert_allclose(w.numpy(), ref.vars[0], rtol=1e-12)  # lr at calls 2 and 5
+
+
+@pytest.mark.parametrize("dtype", [nnkit.float32, nnkit.float64])
+@pytest.mark.parametrize(
+    "cls, kwargs",
+    [
+        (optimizers.Adam, {}),
+        (optimizers.Adam, {"amsgrad": True, "learning_rate": 0.01}),
+        (optimizers.Adam, {"weight_decay": 0.01, "clipnorm": 1.0}),
+        (optimizers.AdamW, {"learning_rate": 0.003}),
+    ],
+)
+def test_adam_in_one_kernel_is_bitwise_its_update_step(cls, kwargs, dtype):
+    """Adam (and AdamW) update every variable in one in-place kernel
+    (``optim_kernels.keras_adam_step``): bitwise what ``update_step`` gives variable by
+    variable, the slots and the versions of the variables included. A scalar variable
+    and a gradient that is a view come along."""
+    shapes = [(3,), (2, 4), ()]
+    results = []
+    for fused in (True, False):
+        g_rng = np.random.default_rng(1)
+        # small weights (the first all zero): the update's own rounding shows in them
+        variables = [
+            nnkit.tensor(k * 1e-3 * np.random.default_rng(k).standard_normal(s), dtype=dtype,
+                         requires_grad=True)
+            for k, s in enumerate(shapes)
+        ]  # fmt: skip
+        opt = cls(**kwargs)
+        opt._fused = fused
+        versions = []
+        for _ in range(7):
+            grads = [nnkit.tensor(3 * g_rng.standard_normal(s), dtype=dtype) for s in shapes]
+            grads[1] = nnkit.tensor(3 * g_rng.standard_normal((4, 2)), dtype=dtype).T
+            opt.apply(grads, variables)
+            versions.append([v._version for v in variables])
+        results.append(([npy(v) for v in variables], [npy(s) for s in opt.variables], versions))
+    (w_f, s_f, ver_f), (w_s, s_s, ver_s) = results
+    assert all(np.array_equal(a, b) for a, b in zip(w_f, w_s))
+    assert all(np.array_equal(a, b) for a, b in zip(s_f, s_s))
+    assert ver_f == ver_s and ver_f[-1][0] > ver_f[0][0]
