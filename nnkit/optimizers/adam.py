@@ -97,6 +97,13 @@ class Adam(Optimizer):
         if self.amsgrad:
             self._velocity_hats = self.add_optimizer_variables(variables, "velocity_hat")
 
+    def _step_size(self, learning_rate: float) -> float:
+        """``learning_rate * sqrt(1 - beta_2**t) / (1 - beta_1**t)`` for this update."""
+        local_step = self.iterations + 1
+        beta_1_power = self.beta_1**local_step
+        beta_2_power = self.beta_2**local_step
+        return learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+
     def _update_all(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
         """Every variable's :meth:`update_step` as one in-place kernel
         (:func:`~nnkit.backends.optim_kernels.keras_adam_step`: the same operations, so
@@ -104,27 +111,27 @@ class Adam(Optimizer):
         if type(self).update_step is not Adam.update_step or not self._fused:
             super()._update_all(grads, variables, learning_rate)
             return
-        local_step = self.iterations + 1
-        beta_1_power = self.beta_1**local_step
-        beta_2_power = self.beta_2**local_step
-        alpha = learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
         index = [self._get_variable_index(v) for v in variables]
-        slots = (self._velocity_hats,) if self.amsgrad else ()
-        m, v, *v_hat = [[s[k]._impl.data for k in index] for s in (
-            self._momentums, self._velocities, *slots)]  # fmt: skip
+
+        def slot(tensors):
+            return [tensors[k]._impl.data for k in index]
+
         keras_adam_step(
-            [x._impl.data for x in variables], [g._impl.data for g in grads], m, v,
-            v_hat[0] if v_hat else None, alpha=alpha, beta_1=self.beta_1,
-            beta_2=self.beta_2, epsilon=self.epsilon,
-        )  # fmt: skip
+            [x._impl.data for x in variables],
+            [g._impl.data for g in grads],
+            slot(self._momentums),
+            slot(self._velocities),
+            slot(self._velocity_hats) if self.amsgrad else None,
+            alpha=self._step_size(learning_rate),
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+        )
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
-        local_step = self.iterations + 1
-        beta_1_power = self.beta_1**local_step
-        beta_2_power = self.beta_2**local_step
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
-        alpha = learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
+        alpha = self._step_size(learning_rate)
         m.add_((gradient - m) * (1 - self.beta_1))
         v.add_((gradient * gradient - v) * (1 - self.beta_2))
         if self.amsgrad:
