@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "keras_adam_step"]
+__all__ = [
+    "sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "keras_adam_step",
+    "keras_sgd_step", "keras_rmsprop_step", "keras_adagrad_step",
+]  # fmt: skip
 
 
 def _s(value, a):
@@ -183,4 +186,86 @@ def keras_adam_step(params, grads, ms, vs, v_hats, *, alpha, beta_1, beta_2, eps
         xp.add(u, _s(epsilon, u), out=u)
         xp.true_divide(t, u, out=t)
         xp.subtract(pa, t, out=pa)
+        p._written()
+
+
+def keras_sgd_step(params, grads, ms, *, learning_rate, momentum, nesterov):
+    """Keras's SGD (:class:`nnkit.optimizers.SGD`), its ``update_step``'s operations in
+    order: ``w -= g·lr`` without momentum (``ms`` None), else ``m = m·momentum - g·lr``
+    and ``w += m`` (Nesterov: ``w += m·momentum - g·lr``)."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp, pa, ga = p.xp, _a(p), _a(g)
+        u = xp.multiply(ga, _s(learning_rate, ga))
+        if ms is None:
+            xp.subtract(pa, u, out=pa)
+            p._written()
+            continue
+        m = _a(ms[i])
+        t = xp.multiply(m, _s(momentum, m))
+        xp.subtract(t, u, out=m)
+        ms[i]._written()
+        if nesterov:
+            xp.multiply(m, _s(momentum, m), out=t)
+            xp.subtract(t, u, out=t)
+            xp.add(pa, t, out=pa)
+        else:
+            xp.add(pa, m, out=pa)
+        p._written()
+
+
+def keras_rmsprop_step(
+    params, grads, velocities, average_grads, momentums, *, learning_rate, rho, momentum,
+    epsilon,
+):  # fmt: skip
+    """Keras's RMSprop (:class:`nnkit.optimizers.RMSprop`), its ``update_step``'s
+    operations in order: ``v = v·rho + g·g·(1 - rho)``; centered (``average_grads`` not
+    None) ``a = a·rho + g·(1 - rho)`` and ``d = v - a·a + eps``, else ``d = v + eps``;
+    ``inc = g·lr / sqrt(d)``; with ``momentums`` ``p = p·momentum + inc``, ``w -= p``, else
+    ``w -= inc``."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp, pa, ga = p.xp, _a(p), _a(g)
+        v = _a(velocities[i])
+        t = xp.multiply(v, _s(rho, v))
+        u = xp.multiply(ga, ga)
+        xp.multiply(u, _s(1 - rho, u), out=u)
+        xp.add(t, u, out=v)
+        velocities[i]._written()
+        if average_grads is not None:
+            a = _a(average_grads[i])
+            xp.multiply(a, _s(rho, a), out=t)
+            xp.multiply(ga, _s(1 - rho, ga), out=u)
+            xp.add(t, u, out=a)
+            average_grads[i]._written()
+            xp.multiply(a, a, out=t)
+            xp.subtract(v, t, out=t)
+            xp.add(t, _s(epsilon, t), out=t)
+        else:
+            xp.add(v, _s(epsilon, v), out=t)
+        xp.sqrt(t, out=t)
+        xp.multiply(ga, _s(learning_rate, ga), out=u)
+        xp.true_divide(u, t, out=u)
+        if momentums is not None:
+            b = _a(momentums[i])
+            xp.multiply(b, _s(momentum, b), out=t)
+            xp.add(t, u, out=b)
+            momentums[i]._written()
+            u = b
+        xp.subtract(pa, u, out=pa)
+        p._written()
+
+
+def keras_adagrad_step(params, grads, accumulators, *, learning_rate, epsilon):
+    """Keras's Adagrad (:class:`nnkit.optimizers.Adagrad`), its ``update_step``'s
+    operations in order: ``s += g·g``, ``w -= g·lr / sqrt(s + eps)``."""
+    for i, (p, g) in enumerate(zip(params, grads)):
+        xp, pa, ga = p.xp, _a(p), _a(g)
+        s = _a(accumulators[i])
+        u = xp.multiply(ga, ga)
+        xp.add(s, u, out=s)
+        accumulators[i]._written()
+        t = xp.add(s, _s(epsilon, s))
+        xp.sqrt(t, out=t)
+        xp.multiply(ga, _s(learning_rate, ga), out=u)
+        xp.true_divide(u, t, out=u)
+        xp.subtract(pa, u, out=pa)
         p._written()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import keras_adagrad_step
 from nnkit.optimizers.base_optimizer import Optimizer
 
 __all__ = ["Adagrad"]
@@ -77,6 +78,18 @@ class Adagrad(Optimizer):
     def build_slots(self, variables: list[Tensor]) -> None:
         self._accumulators = self.add_optimizer_variables(
             variables, "accumulator", initializer=self.initial_accumulator_value
+        )
+
+    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+        """:meth:`update_step` for every variable in one in-place kernel
+        (:func:`~nnkit.backends.optim_kernels.keras_adagrad_step`; see
+        :meth:`Optimizer._update_all`)."""
+        keras_adagrad_step(
+            [x._impl.data for x in variables],
+            [g._impl.data for g in grads],
+            self._slot_mats(self._accumulators, variables),
+            learning_rate=learning_rate,
+            epsilon=self.epsilon,
         )
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:

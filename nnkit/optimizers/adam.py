@@ -50,8 +50,6 @@ class Adam(Optimizer):
         8
     """
 
-    _fused = True  # (tests set it False on an instance to run update_step one by one)
-
     def __init__(
         self,
         learning_rate: Any = 0.001,
@@ -104,24 +102,16 @@ class Adam(Optimizer):
         beta_2_power = self.beta_2**local_step
         return learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
 
-    def _update_all(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
-        """Every variable's :meth:`update_step` as one in-place kernel
-        (:func:`~nnkit.backends.optim_kernels.keras_adam_step`: the same operations, so
-        bitwise the same values); a subclass that overrides ``update_step`` runs its own."""
-        if type(self).update_step is not Adam.update_step or not self._fused:
-            super()._update_all(grads, variables, learning_rate)
-            return
-        index = [self._get_variable_index(v) for v in variables]
-
-        def slot(tensors):
-            return [tensors[k]._impl.data for k in index]
-
+    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+        """:meth:`update_step` for every variable in one in-place kernel
+        (:func:`~nnkit.backends.optim_kernels.keras_adam_step`; see
+        :meth:`Optimizer._update_all`)."""
         keras_adam_step(
             [x._impl.data for x in variables],
             [g._impl.data for g in grads],
-            slot(self._momentums),
-            slot(self._velocities),
-            slot(self._velocity_hats) if self.amsgrad else None,
+            self._slot_mats(self._momentums, variables),
+            self._slot_mats(self._velocities, variables),
+            self._slot_mats(self._velocity_hats, variables) if self.amsgrad else None,
             alpha=self._step_size(learning_rate),
             beta_1=self.beta_1,
             beta_2=self.beta_2,

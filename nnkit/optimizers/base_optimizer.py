@@ -465,11 +465,28 @@ class Optimizer(GradientTransforms, TorchProtocol):
         self._apply_weight_decay(variables, learning_rate)
         self._update_all(grads, variables, learning_rate)
 
+    #: Whether the algorithm's one-kernel form (``_update_fused``) runs where it has one
+    #: (tests set it False on an instance to compare it with ``update_step``).
+    _fused = True
+
     def _update_all(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
-        """The algorithm's step for every variable: :meth:`update_step` one by one (an
-        optimizer may run them as one in-place kernel, with the same values)."""
+        """The algorithm's step for every variable: where the class that defines the
+        :meth:`update_step` in use also defines ``_update_fused(grads, variables,
+        learning_rate)``, that (one in-place kernel over every variable, bitwise
+        ``update_step``'s values and versions, from
+        :mod:`nnkit.backends.optim_kernels`); else :meth:`update_step` one by one, so a
+        subclass that overrides ``update_step`` runs its own."""
+        owner = next(c for c in type(self).__mro__ if "update_step" in vars(c))
+        if self._fused and "_update_fused" in vars(owner):
+            owner._update_fused(self, grads, variables, learning_rate)
+            return
         for grad, var in zip(grads, variables):
             self.update_step(grad, var, learning_rate)
+
+    def _slot_mats(self, slots: list[Tensor], variables: list[Tensor]) -> list:
+        """The Mats of ``slots`` (one state Tensor per built variable) for ``variables``,
+        in their order (what an ``_update_fused`` kernel takes)."""
+        return [slots[self._get_variable_index(v)]._impl.data for v in variables]
 
     # --------------------------------------------------------------- weights
     def set_weights(self, weights: Sequence[Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import keras_rmsprop_step
 from nnkit.optimizers.base_optimizer import Optimizer
 
 __all__ = ["RMSprop"]
@@ -94,6 +95,22 @@ class RMSprop(Optimizer):
         self._average_gradients: list[Tensor] = []
         if self.centered:
             self._average_gradients = self.add_optimizer_variables(variables, "average_gradient")
+
+    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+        """:meth:`update_step` for every variable in one in-place kernel
+        (:func:`~nnkit.backends.optim_kernels.keras_rmsprop_step`; see
+        :meth:`Optimizer._update_all`)."""
+        keras_rmsprop_step(
+            [x._impl.data for x in variables],
+            [g._impl.data for g in grads],
+            self._slot_mats(self._velocities, variables),
+            self._slot_mats(self._average_gradients, variables) if self.centered else None,
+            self._slot_mats(self._momentums, variables) if self.momentum > 0 else None,
+            learning_rate=learning_rate,
+            rho=self.rho,
+            momentum=self.momentum,
+            epsilon=self.epsilon,
+        )
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
         index = self._get_variable_index(variable)

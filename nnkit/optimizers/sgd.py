@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnkit.autograd.tensor import Tensor
+from nnkit.backends.optim_kernels import keras_sgd_step
 from nnkit.optimizers.base_optimizer import Optimizer
 from nnkit.optimizers.utils import is_real
 
@@ -88,6 +89,19 @@ class SGD(Optimizer):
         self.momentums: list[Tensor] = []
         if self.momentum != 0:
             self.momentums = self.add_optimizer_variables(variables, "momentum")
+
+    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+        """:meth:`update_step` for every variable in one in-place kernel
+        (:func:`~nnkit.backends.optim_kernels.keras_sgd_step`; see
+        :meth:`Optimizer._update_all`)."""
+        keras_sgd_step(
+            [x._impl.data for x in variables],
+            [g._impl.data for g in grads],
+            self._slot_mats(self.momentums, variables) if self.momentum != 0 else None,
+            learning_rate=learning_rate,
+            momentum=self.momentum,
+            nesterov=self.nesterov,
+        )
 
     def update_step(self, gradient: Tensor, variable: Tensor, learning_rate: float) -> None:
         if self.momentum != 0:

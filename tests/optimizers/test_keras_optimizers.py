@@ -384,13 +384,22 @@ def test_schedule_sees_every_call_under_accumulation():
         (optimizers.Adam, {"amsgrad": True, "learning_rate": 0.01}),
         (optimizers.Adam, {"weight_decay": 0.01, "clipnorm": 1.0}),
         (optimizers.AdamW, {"learning_rate": 0.003}),
+        (optimizers.SGD, {}),
+        (optimizers.SGD, {"momentum": 0.9}),
+        (optimizers.SGD, {"momentum": 0.7, "nesterov": True, "weight_decay": 0.01}),
+        (optimizers.RMSprop, {}),
+        (optimizers.RMSprop, {"centered": True, "learning_rate": 0.01}),
+        (optimizers.RMSprop, {"momentum": 0.9, "rho": 0.8}),
+        (optimizers.RMSprop, {"momentum": 0.5, "centered": True, "clipvalue": 2.0}),
+        (optimizers.Adagrad, {}),
+        (optimizers.Adagrad, {"learning_rate": 0.1, "initial_accumulator_value": 0.0}),
     ],
 )
-def test_adam_in_one_kernel_is_bitwise_its_update_step(cls, kwargs, dtype):
-    """Adam (and AdamW) update every variable in one in-place kernel
-    (``optim_kernels.keras_adam_step``): bitwise what ``update_step`` gives variable by
-    variable, the slots and the versions of the variables included. A scalar variable
-    and a gradient that is a view come along."""
+def test_one_kernel_update_is_bitwise_its_update_step(cls, kwargs, dtype):
+    """Adam, AdamW, SGD, RMSprop and Adagrad update every variable in one in-place
+    kernel (``optim_kernels.keras_*_step``): bitwise what ``update_step`` gives variable
+    by variable, the slots and the versions of the variables included. A scalar
+    variable and a gradient that is a view come along."""
     shapes = [(3,), (2, 4), ()]
     results = []
     for fused in (True, False):
@@ -414,3 +423,33 @@ def test_adam_in_one_kernel_is_bitwise_its_update_step(cls, kwargs, dtype):
     assert all(np.array_equal(a, b) for a, b in zip(w_f, w_s))
     assert all(np.array_equal(a, b) for a, b in zip(s_f, s_s))
     assert ver_f == ver_s and ver_f[-1][0] > ver_f[0][0]
+
+
+def test_subclass_overriding_update_step_runs_its_own(monkeypatch):
+    """A subclass that overrides ``update_step`` is not bypassed by its base's one-kernel
+    update; a subclass that does not inherits the one-kernel update."""
+    calls = []
+
+    class Traced(optimizers.RMSprop):
+        def update_step(self, gradient, variable, learning_rate):
+            calls.append(tuple(variable.shape))
+            super().update_step(gradient, variable, learning_rate)
+
+    class Renamed(optimizers.SGD):
+        pass
+
+    grads = [nnkit.ones(3), nnkit.ones(2, 2)]
+    Traced(momentum=0.5).apply(grads, [nnkit.zeros(3), nnkit.zeros(2, 2)])
+    assert calls == [(3,), (2, 2)]
+    fused = []
+    real = optimizers.SGD._update_fused
+
+    def counting(self, *args):
+        fused.append(type(self).__name__)
+        return real(self, *args)
+
+    monkeypatch.setattr(optimizers.SGD, "_update_fused", counting)
+    w = nnkit.zeros(3)
+    Renamed(learning_rate=0.5).apply([nnkit.ones(3)], [w])
+    assert fused == ["Renamed"]
+    np.testing.assert_array_equal(w.numpy(), np.full(3, -0.5, np.float32))
