@@ -376,7 +376,7 @@ def test_schedule_sees_every_call_under_accumulation():
     np.testing.assert_allclose(w.numpy(), ref.vars[0], rtol=1e-12)  # lr at calls 2 and 5
 
 
-@pytest.mark.parametrize("dtype", [nnkit.float32, nnkit.float64])
+@pytest.mark.parametrize("dtype", [nnkit.float32, nnkit.float64, nnkit.float16])
 @pytest.mark.parametrize(
     "cls, kwargs",
     [
