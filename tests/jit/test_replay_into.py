@@ -11,7 +11,7 @@ import pytest
 import nnkit
 import nnkit.nn.functional as F
 from nnkit import nn
-from nnkit.backends import replay
+from nnkit.backends import linear_kernels, replay
 from nnkit.backends.attention_kernels import sdpa_backward, sdpa_forward
 from nnkit.backends.linear_kernels import linear_backward, linear_forward
 from nnkit.backends.loss_kernels import ce_backward, ce_forward
@@ -79,7 +79,8 @@ def assert_writes_into(fn, *args, **kwargs):
     ids=["2d", "3d", "3d strided", "broadcast g"],
 )
 @pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])  # the ones column
-def test_linear_forward_and_backward(x, g_kind, bias, wide):
+def test_linear_forward_and_backward(x, g_kind, bias, wide, monkeypatch):
+    monkeypatch.setattr(linear_kernels, "ONES_COLUMN_MIN_ROWS", 1)  # these few rows too
     n_out = 12 if wide else 4
     w, b = mat(rand(n_out, 5)), mat(rand(n_out)) if bias else None
     y, x1 = assert_writes_into(linear_forward, mat(x), w, b)
@@ -89,6 +90,17 @@ def test_linear_forward_and_backward(x, g_kind, bias, wide):
         need = (need[0], need[1], need[2] and bias)
         if any(need):
             assert_writes_into(linear_backward, mat(g), mat(x), w, need, x1)
+
+
+@pytest.mark.parametrize("rows", [255, 256])
+def test_linear_ones_column_needs_enough_rows(rows):
+    """The bias rides in the GEMM only from ``ONES_COLUMN_MIN_ROWS`` input rows on (on
+    fewer the copies cost more than the bias's pass saves); both give the plain
+    product's values to float rounding."""
+    x, w, b = rand(rows, 5), rand(12, 5), rand(12)
+    y, x1 = linear_forward(mat(x), mat(w), mat(b))
+    assert (x1 is not None) == (rows >= linear_kernels.ONES_COLUMN_MIN_ROWS)
+    np.testing.assert_allclose(y.array, x @ w.T + b, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])

@@ -10,6 +10,7 @@ import nnkit.nn as nn
 import nnkit.nn.functional as F
 from nnkit.autograd import gradgradcheck
 from nnkit.autograd.ops.activation import softmax
+from nnkit.backends import linear_kernels
 
 
 def _composite(q, k, v, mask, scale):
@@ -167,8 +168,9 @@ def test_multihead_attention_float_masks_match_torch(with_attn_mask):
 
 @pytest.mark.parametrize("n_out", [6, 12], ids=["narrow", "wide"])  # wide: the ones column
 @pytest.mark.parametrize("contiguous", [True, False])
-def test_linear_on_3d_input_matches_torch(contiguous, n_out, device):
+def test_linear_on_3d_input_matches_torch(contiguous, n_out, device, monkeypatch):
     torch = pytest.importorskip("torch")
+    monkeypatch.setattr(linear_kernels, "ONES_COLUMN_MIN_ROWS", 1)  # these 12 rows too
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 3, 5))
     w, b = rng.standard_normal((n_out, 5)), rng.standard_normal(n_out)
