@@ -66,11 +66,19 @@ def token(obj, role):
 
 def attrs(obj):
     """The data attributes of a state object (its slots and instance dict)."""
+    names = _slot_names(type(obj))
+    d = getattr(obj, "__dict__", None)
+    return names + [n for n in d if not n.startswith("__")] if d else names
+
+
+@functools.cache
+def _slot_names(klass) -> list:
+    """The ``__slots__`` names of ``klass`` and its bases (a kernel's state class: asked
+    at every replay of the step that made it)."""
     names = []
-    for klass in type(obj).__mro__:
-        slots = getattr(klass, "__slots__", ())
+    for k in klass.__mro__:
+        slots = getattr(k, "__slots__", ())
         names.extend([slots] if isinstance(slots, str) else slots)
-    names += list(getattr(obj, "__dict__", {}))
     return [n for n in names if not n.startswith("__")]
 
 

@@ -420,6 +420,9 @@ class Optimizer(GradientTransforms, TorchProtocol):
     @staticmethod
     def _as_gradient(grad: Any, variable: Tensor) -> Tensor:
         if isinstance(grad, Tensor):
+            g, v = grad._impl.data, variable._impl.data
+            if g.same_kind_as(v) and g.device == v.device:  # the usual case, checked once
+                return grad.detach()
             grad = grad.detach()
             if grad.device != variable.device:
                 grad = grad.to(variable.device)
