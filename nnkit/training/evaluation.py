@@ -81,10 +81,11 @@ class Evaluation:
         tracker = MeanTracker()
         self._compiled.reset_metrics()
         cbs.on_test_begin()
+        target = self._target()
         with self._mode(False), no_grad():
             for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_test_batch_begin(step)
-                batch = self._to_device(batch)
+                batch = self._to_device(batch, target)
                 tracker.update(
                     self._step_fn("test_step")(batch), da.batch_size_of(da.unpack_batch(batch)[0])
                 )
@@ -132,10 +133,11 @@ class Evaluation:
         cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
         outputs = []
         cbs.on_predict_begin()
+        target = self._target()
         with self._mode(False), no_grad():
             for step, batch in enumerate(itertools.islice(loader, steps)):
                 cbs.on_predict_batch_begin(step)
-                output = self._step_fn("predict_step")(self._to_device(batch))
+                output = self._step_fn("predict_step")(self._to_device(batch, target))
                 outputs.append(to_numpy(output))
                 cbs.on_predict_batch_end(step, {"outputs": output})
         cbs.on_predict_end()

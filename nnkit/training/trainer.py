@@ -151,8 +151,10 @@ class Trainer(Compiling, Evaluation, Saving):
         device, dtype = self.__dict__.get("_placement", (None, None))  # set by Module.to
         return as_device(device or "cpu"), dtype or get_default_dtype()
 
-    def _to_device(self, batch: Any) -> Any:
-        device, dtype = self._target()
+    def _to_device(self, batch: Any, target: tuple | None = None) -> Any:
+        """``batch`` as Tensors on the parameters' device and float dtype (``target``:
+        :meth:`_target`'s answer, which a loop asks once)."""
+        device, dtype = target or self._target()
         return da.to_device(batch, device, dtype)
 
     @contextlib.contextmanager
@@ -415,9 +417,10 @@ class Trainer(Compiling, Evaluation, Saving):
         state = self._fit_state
         # the step function for this epoch (jit_compile decides it once per epoch)
         step_fn = self._step_fn("train_step", state.planned) if state.distributed is None else None
+        target = self._target()
         for step, batch in data.epoch(start=state.step + 1):
             cbs.on_train_batch_begin(step)
-            batch = self._to_device(batch)
+            batch = self._to_device(batch, target)
             if state.class_weight is not None:
                 batch = da.with_class_weight(batch, state.class_weight)
             size = da.batch_size_of(da.unpack_batch(batch)[0])
