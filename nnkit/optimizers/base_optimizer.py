@@ -58,7 +58,10 @@ class Optimizer(GradientTransforms, TorchProtocol):
     A subclass sets its hyper-parameters after ``super().__init__(...)``, creates its
     per-variable state in :meth:`build_slots` with :meth:`add_optimizer_variables`, and
     writes :meth:`update_step` with nnkit Tensor ops, in place (it runs under
-    ``no_grad``), as Keras's ``update_step`` does.
+    ``no_grad``), as Keras's ``update_step`` does. The built-in algorithms also define
+    ``_update_fused``: the same operations for every variable at once, as one in-place
+    kernel (:mod:`nnkit.backends.optim_kernels`), which runs instead wherever their own
+    ``update_step`` is the one in use (a subclass that overrides it runs its own).
 
     Args:
         learning_rate: a float, or a schedule: a callable given the iteration count
