@@ -82,6 +82,9 @@ def _slot_names(klass) -> list:
     return [n for n in names if not n.startswith("__")]
 
 
+_UNSET = object()
+
+
 def refill(old, new) -> None:
     """Put the replayed result ``new`` into the recorded ``old`` (same layout)."""
     if old is None:
@@ -102,10 +105,11 @@ def refill(old, new) -> None:
         old[...] = new
     elif isinstance(old, (int, float, bool, str, type(None))):
         return
-    else:  # a state object: take the new one's attributes
+    else:  # a state object: take the new one's attributes (those it has set)
         for k in attrs(old):
-            if hasattr(new, k):
-                setattr(old, k, getattr(new, k))
+            v = getattr(new, k, _UNSET)
+            if v is not _UNSET:
+                setattr(old, k, v)
 
 
 def root_array(a):
