@@ -4,6 +4,7 @@ metrics a model trains and evaluates with)."""
 from __future__ import annotations
 
 import functools
+import warnings
 from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any
 
@@ -55,9 +56,12 @@ class Compiling:
         loss_weights: Any = None,
         metrics: Any = None,
         weighted_metrics: Any = None,
+        run_eagerly: bool = False,
+        steps_per_execution: int = 1,
+        jit_compile: bool | str = "auto",
+        auto_scale_loss: bool = True,
         *,
         lr: float | None = None,
-        jit_compile: bool | str = "auto",
     ) -> None:
         """Configure the model for training.
 
@@ -84,7 +88,13 @@ class Compiling:
                 ``metric(y_pred, y_true)``; logged under the name (or ``__name__``).
             weighted_metrics: names or Metric objects computed with the batches' sample
                 weights (``sample_weight``/``class_weight`` of ``fit``).
-            lr: the learning rate of an optimizer given by name or callable.
+            run_eagerly: Keras's flag: True runs the steps of ``fit``/``evaluate``/
+                ``predict`` eagerly, never through :func:`nnkit.compile` (for debugging;
+                with ``jit_compile=True`` too, that is disabled with a warning, as in
+                Keras). Settable later as ``model.run_eagerly``.
+            steps_per_execution: Keras's batches per call of the step function; only 1
+                (as with Keras's PyTorch backend): ``jit_compile`` is nnkit's way to cut
+                the per-step overhead.
             jit_compile: Keras's flag. ``True`` runs ``train_step``, ``test_step`` and
                 ``predict_step`` of ``fit``/``evaluate``/``predict`` through
                 :func:`nnkit.compile` (recorded once, replayed as a kernel program; a
@@ -105,12 +115,17 @@ class Compiling:
                 that ``fit``. When the ``fit`` returns, its programs are dropped (their
                 buffers freed, as an eager step's are). The results are bitwise those of
                 ``False`` in every case.
+            auto_scale_loss: Keras's flag, which wraps the optimizer in a loss-scaling
+                one under a ``"mixed_float16"`` dtype policy; nnkit has no dtype policies,
+                so it changes nothing (an optimizer's ``loss_scale_factor`` scales the
+                loss by hand).
+            lr: the learning rate of an optimizer given by name or callable.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric name (the message lists
                 the valid ones), ``lr`` with an optimizer instance, ``loss_weights``
-                that do not match the losses, or a ``jit_compile`` other than True, False
-                or ``"auto"``.
+                that do not match the losses, a ``jit_compile`` other than True, False
+                or ``"auto"``, or a ``steps_per_execution`` other than 1.
             TypeError: for an optimizer, loss or metric of an unsupported type.
 
         Example:
@@ -126,6 +141,20 @@ class Compiling:
         check_optimizer(optimizer, lr)
         if jit_compile is not True and jit_compile is not False and jit_compile != "auto":
             raise ValueError(f"jit_compile must be True, False or 'auto', got {jit_compile!r}")
+        if isinstance(steps_per_execution, bool) or steps_per_execution != 1:
+            raise ValueError(
+                f"steps_per_execution must be 1, got {steps_per_execution!r}: nnkit runs one "
+                "batch per step call (as Keras's PyTorch backend does); jit_compile=True "
+                "cuts the per-step overhead instead"
+            )
+        if run_eagerly and jit_compile is True:
+            warnings.warn(
+                "If `run_eagerly` is True, then `jit_compile` cannot also be True. "
+                "Disabling `jit_compile`.",
+                stacklevel=2,
+            )
+        if run_eagerly:
+            jit_compile = False
         resolved_loss = resolve_loss(loss)
         weights = self._check_loss_weights(resolved_loss, loss_weights)
         metric_list = resolve_metrics(metrics)
@@ -136,6 +165,7 @@ class Compiling:
             metric_list.append((name, fn))
         config = CompileConfig(optimizer, lr, resolved_loss, weights, metric_list)
         config.jit_compile = jit_compile
+        self.run_eagerly = bool(run_eagerly)
         self.__dict__.pop("_jit_steps", None)
         if isinstance(optimizer, Optimizer):
             config.optimizer = optimizer
@@ -159,6 +189,17 @@ class Compiling:
         return weights
 
     @property
+    def run_eagerly(self) -> bool:
+        """Keras's flag (set by :meth:`compile`, settable later): whether the steps of
+        ``fit``, ``evaluate`` and ``predict`` run eagerly whatever ``jit_compile``
+        says."""
+        return self.__dict__.get("_run_eagerly", False)
+
+    @run_eagerly.setter
+    def run_eagerly(self, value: bool) -> None:
+        self.__dict__["_run_eagerly"] = bool(value)
+
+    @property
     def compiled(self) -> bool:
         """Whether :meth:`compile` has been called."""
         return self._compiled is not None
@@ -180,7 +221,7 @@ class Compiling:
         step kind); ``planned`` is the number of calls the loop plans (None: unknown)."""
         fn = getattr(self, name)
         config = self._compiled
-        if config is None or config.jit_compile is False:
+        if config is None or config.jit_compile is False or self.run_eagerly:
             return fn
         compiled = self.__dict__.get("_jit_steps", {}).get(name)
         if compiled is not None and compiled.__wrapped__ != fn:

@@ -46,7 +46,9 @@ class Trainer(Compiling, Evaluation, Saving):
     stop_training: bool = False
     history: Any = None
     #: the loop's bookkeeping, which no step reads (not part of a compiled step's guard)
-    _jit_untracked = frozenset({"stop_training", "_initial_epoch", "_sample_shape", "name"})
+    _jit_untracked = frozenset(
+        {"stop_training", "_initial_epoch", "_sample_shape", "name", "_run_eagerly"}
+    )
 
     # ------------------------------------------------------------------- steps
     def train_step(self, batch: Any) -> dict[str, Any]:

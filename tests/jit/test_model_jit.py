@@ -46,6 +46,35 @@ def test_auto_runs_eagerly_and_bad_values_are_refused():
         model.compile("adam", "mse", jit_compile="xla")
 
 
+def test_run_eagerly_and_keras_compile_arguments():
+    """Keras's ``compile(..., run_eagerly, steps_per_execution, jit_compile,
+    auto_scale_loss)`` in Keras's order: ``run_eagerly=True`` runs every step eagerly
+    (with ``jit_compile=True`` too, which it disables with Keras's warning), settable
+    later; ``steps_per_execution`` only 1 (as Keras's PyTorch backend)."""
+    x = np.random.default_rng(0).standard_normal((80, 6)).astype(np.float32)
+    y = np.random.default_rng(1).integers(0, 3, 80)
+    model = nnkit.Sequential([nn.Dense(8, activation="relu"), nn.Dense(3)])
+    assert model.run_eagerly is False
+    with pytest.warns(UserWarning, match="`jit_compile` cannot also be True"):
+        model.compile("sgd", "cross_entropy", None, None, None, True, 1, True, True)
+    assert model.run_eagerly is True
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    model.evaluate(x, y, verbose=0)
+    model.predict(x, verbose=0)
+    assert "_jit_steps" not in model.__dict__
+    model.compile("sgd", "cross_entropy", jit_compile=True)
+    assert model.run_eagerly is False
+    model.run_eagerly = True  # set after compile, as in Keras
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert "_jit_steps" not in model.__dict__
+    model.run_eagerly = False
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert model.__dict__["_jit_steps"]["train_step"].num_replays > 0
+    for bad in (2, 0, True):
+        with pytest.raises(ValueError, match="steps_per_execution must be 1"):
+            model.compile("sgd", "mse", steps_per_execution=bad)
+
+
 # Stateful metrics write their state in place, so a step that updates them replays (the
 # guard covers the identity of the state tensors). pytest turns the fallback warning into
 # an error: each of these sets must replay, bitwise equal to the eager run.

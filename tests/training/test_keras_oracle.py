@@ -262,3 +262,18 @@ def test_metrics_with_several_values_in_logs_history_evaluate_and_csv(tmp_path):
                 np.testing.assert_allclose(ours_values, theirs_values, rtol=1e-5, atol=1e-6)
             else:
                 np.testing.assert_allclose(float(n_row[key]), float(cell), rtol=1e-5)
+
+
+def test_compile_fit_evaluate_predict_take_keras_arguments_in_keras_order():
+    """Keras's positional order of ``compile``/``fit``/``evaluate``/``predict`` arguments
+    is nnkit's (nnkit's extras, such as compile's ``lr``, come after them, keyword-only),
+    with Keras's defaults."""
+    import inspect
+
+    for name in ("compile", "fit", "evaluate", "predict"):
+        theirs = inspect.signature(getattr(keras.Model, name)).parameters
+        ours = inspect.signature(getattr(nnkit.Model, name)).parameters
+        keras_args = [p for p in theirs.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+        assert list(ours)[: len(keras_args)] == [p.name for p in keras_args], name
+        for p in keras_args:
+            assert ours[p.name].default == p.default, (name, p.name)
