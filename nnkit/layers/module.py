@@ -3,8 +3,9 @@
 The mechanics follow PyTorch's ``torch.nn.Module``: ordered ``_parameters``,
 ``_buffers`` and ``_modules`` dicts filled by ``__setattr__`` routing, dotted names
 (``features.0.weight``), ``state_dict``/``load_state_dict``, ``train``/``eval`` and
-``to(device|dtype)``. The layer lifecycle adds Keras's lazy ``build(input_shape)``: a
-layer whose ``built`` is False creates its weights at its first call.
+``to(device|dtype)``. Keras's lazy ``build(input_shape)``: a layer whose ``built`` is
+False creates its weights at its first call; :mod:`nnkit.layers.weights` adds Keras's
+``trainable`` flag and weight lists.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 from nnkit.layers import naming
 from nnkit.layers.config import Configurable
+from nnkit.layers.hook_handle import HookHandle as _HookHandle
 from nnkit.layers.nest import flatten
 from nnkit.layers.parameter import NotBuiltError, Parameter
 from nnkit.layers.placement import Placement
+from nnkit.layers.weights import WEIGHT_LISTS, KerasWeights
 
 __all__ = ["Module", "Parameter", "NotBuiltError"]
 
@@ -35,8 +38,7 @@ def _symbolic_argument(args: tuple, kwargs: dict) -> object | None:
 
 
 def _addindent(text: str, spaces: int) -> str:
-    lines = text.split("\n")
-    return "\n".join(lines[:1] + [" " * spaces + line for line in lines[1:]])
+    return text.replace("\n", "\n" + " " * spaces)
 
 
 def _check_name(name, kind: str, owner: "Module") -> None:
@@ -48,27 +50,7 @@ def _check_name(name, kind: str, owner: "Module") -> None:
         raise KeyError(f"attribute '{name}' already exists on {type(owner).__name__}")
 
 
-class _HookHandle:
-    """Returned by ``register_forward_*hook``; ``remove()`` unregisters the hook."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
-        self.id = _HookHandle._next_id
-        _HookHandle._next_id += 1
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
-class Module(Configurable, Placement):
+class Module(Configurable, Placement, KerasWeights):
     """Base class of every layer and model.
 
     A subclass creates its parameters and sub-modules in ``__init__`` (after calling
@@ -224,6 +206,8 @@ class Module(Configurable, Placement):
                 f"cannot assign '{type(param).__name__}' object to parameter "
                 f"'{name}' (nnkit.nn.Parameter or None required)"
             )
+        if param is not None and not self.__dict__.get("_trainable", True):
+            param.requires_grad_(False)  # a frozen layer built later (see layers.weights)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -313,6 +297,8 @@ class Module(Configurable, Placement):
         if name in ("input", "output") and d.get("_inbound_nodes"):  # Keras's layer.output
             found = getattr(d["_inbound_nodes"][0], f"{name}_tensors")
             return found[0] if len(found) == 1 else found
+        if name in WEIGHT_LISTS and "_parameters" in d:  # Keras's (see layers.weights)
+            return self._weights_of_kind(name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:

@@ -210,6 +210,8 @@ def serialize(obj: Any) -> dict[str, Any]:
     build_config = build() if callable(build) else None
     if build_config is not None:
         out["build_config"] = _value(build_config, f"{cls.__name__} build config")
+    if getattr(obj, "__dict__", {}).get("_trainable", True) is False:  # a frozen layer
+        out["trainable"] = False
     return out
 
 
@@ -275,6 +277,8 @@ def deserialize(config: Mapping[str, Any], custom_objects: Mapping[str, Any] | N
     build_config = config.get("build_config")
     if build_config is not None and callable(getattr(obj, "build_from_config", None)):
         obj.build_from_config(_restore(build_config, custom_objects))
+    if config.get("trainable") is False:
+        obj.trainable = False
     return obj
 
 

@@ -27,12 +27,13 @@ from nnkit.training.distributed_fit import DistributedFit, resolve_communicator
 from nnkit.training.evaluation import Evaluation
 from nnkit.training.fit_state import FitState
 from nnkit.training.metrics import MeanTracker
+from nnkit.training.on_batch import OnBatch
 from nnkit.training.saving import Saving
 
 __all__ = ["Trainer", "FitState"]
 
 
-class Trainer(Compiling, Evaluation, Saving):
+class Trainer(Compiling, Evaluation, OnBatch, Saving):
     """Mixin that gives :class:`~nnkit.Model` ``compile``/``fit``/``evaluate``/``predict``.
 
     Attributes:
@@ -171,7 +172,11 @@ class Trainer(Compiling, Evaluation, Saving):
 
     def _build_for_fit(self, data: da.EpochIterator) -> None:
         """Build lazy layers on the first batch, then create the optimizer (Keras order)."""
-        x, _ = da.unpack_batch(self._to_device(data.peek()))
+        self._build_on(da.unpack_batch(self._to_device(data.peek()))[0])
+
+    def _build_on(self, x: Any) -> None:
+        """Build lazy layers on the inputs ``x`` (on the model's device), then create the
+        optimizer (Keras order)."""
         if hasattr(x, "shape"):
             self._sample_shape = tuple(x.shape[1:])  # lets summary() show output shapes
         if not all(m.built for m in self.modules()):

@@ -277,3 +277,70 @@ def test_compile_fit_evaluate_predict_take_keras_arguments_in_keras_order():
         assert list(ours)[: len(keras_args)] == [p.name for p in keras_args], name
         for p in keras_args:
             assert ours[p.name].default == p.default, (name, p.name)
+
+
+def _twin_mlps(seed=5):
+    """A Keras MLP 4-6-3 and the nnkit one with the same weights."""
+    keras.utils.set_random_seed(seed)
+    theirs = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(6, activation="relu"), keras.layers.Dense(3)]
+    )
+    ours = nnkit.Sequential(nn.Dense(6, activation="relu"), nn.Dense(3))
+    ours.build((None, 4))
+    for k_layer, n_layer in zip(theirs.layers, ours.layers):
+        copy_dense(k_layer, n_layer)
+    return theirs, ours
+
+
+def _assert_same_weights(theirs, ours):
+    for k_layer, n_layer in zip(theirs.layers, ours.layers):
+        kernel, bias = (numpy(w) for w in k_layer.get_weights())
+        weight, b = n_layer.get_weights()  # nnkit's (PyTorch's) layout: (units, input_dim)
+        np.testing.assert_allclose(weight, kernel.T, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b, bias, rtol=1e-5, atol=1e-6)
+
+
+def test_on_batch_methods_match_keras():
+    """train_on_batch (with sample and class weights), test_on_batch and
+    predict_on_batch: the same values, batch after batch."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(10, 4)).astype("f4")
+    y = rng.integers(0, 3, 10)
+    sw = rng.uniform(0.5, 2.0, 10).astype("f4")
+    theirs, ours = _twin_mlps()
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    theirs.compile(keras.optimizers.SGD(0.1), loss, metrics=["accuracy"])
+    ours.compile(nnkit.optimizers.SGD(0.1), "cross_entropy", metrics=["accuracy"])
+    calls = [{}, {"sample_weight": sw}, {"class_weight": {0: 1.0, 1: 3.0, 2: 0.5}}, {}]
+    for kwargs in calls:
+        np.testing.assert_allclose(
+            ours.train_on_batch(x, y, **kwargs), theirs.train_on_batch(x, y, **kwargs),
+            rtol=1e-5,
+        )  # fmt: skip
+    np.testing.assert_allclose(ours.test_on_batch(x, y), theirs.test_on_batch(x, y), rtol=1e-5)
+    np.testing.assert_allclose(
+        ours.predict_on_batch(x), numpy(theirs.predict_on_batch(x)), rtol=1e-5, atol=1e-6
+    )
+    _assert_same_weights(theirs, ours)
+
+
+def test_a_frozen_layer_trains_as_in_keras():
+    """``layers[0].trainable = False`` before compile: the weight lists and a fit agree
+    with Keras (the frozen layer unchanged, the other trained)."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(32, 4)).astype("f4")
+    y = rng.integers(0, 3, 32)
+    theirs, ours = _twin_mlps()
+    theirs.layers[0].trainable = False
+    ours.layers[0].trainable = False
+    assert len(ours.trainable_weights) == len(theirs.trainable_weights) == 2
+    assert len(ours.non_trainable_weights) == len(theirs.non_trainable_weights) == 2
+    assert [w.shape for w in ours.layers[1].get_weights()] == [(3, 6), (3,)]
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    theirs.compile(keras.optimizers.SGD(0.1, momentum=0.9), loss)
+    ours.compile(nnkit.optimizers.SGD(0.1, momentum=0.9), "cross_entropy")
+    kwargs = {"epochs": 3, "batch_size": 8, "shuffle": False, "verbose": 0}
+    h_theirs = theirs.fit(x, y, **kwargs).history["loss"]
+    h_ours = ours.fit(x, y, **kwargs).history["loss"]
+    np.testing.assert_allclose(h_ours, h_theirs, rtol=1e-5)
+    _assert_same_weights(theirs, ours)
