@@ -5,7 +5,8 @@ A layer describes itself by the arguments its constructor was called with: the
 outermost constructor call of each instance is recorded (``__init_subclass__`` wraps
 every ``__init__``), so every layer, user layers included, can be saved without
 writing ``get_config`` — unless its state is not described by those arguments, when
-it overrides :meth:`Configurable.get_config`.
+it overrides :meth:`Configurable.get_config`. Every layer takes Keras's ``name=`` and
+``trainable=`` keywords besides its own arguments (see :mod:`nnkit.layers.weights`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from nnkit.layers import naming
 __all__ = ["Configurable"]
 
 
+def _parameters(init) -> tuple:
+    try:
+        return tuple(inspect.signature(init).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
 class Configurable:
     """Mixin of :class:`~nnkit.layers.Module`: ``get_config``/``from_config`` (Keras)."""
 
@@ -28,12 +36,18 @@ class Configurable:
         if init is None or getattr(init, "_records_config", False):
             return
 
+        takes_trainable = "trainable" in _parameters(init)
+
         @functools.wraps(init)
         def __init__(self, *args, **kw):  # noqa: N807
             kw = naming.without_name(init, kw)  # Module.__new__ has taken the name
+            # Keras's trainable= of every layer (set once the layer exists; saved apart)
+            trainable = None if takes_trainable else kw.pop("trainable", None)
             if "_init_arguments" not in self.__dict__:
                 self.__dict__["_init_arguments"] = (args, kw)
             init(self, *args, **kw)
+            if trainable is not None:
+                self.trainable = trainable
 
         __init__._records_config = True
         cls.__init__ = __init__

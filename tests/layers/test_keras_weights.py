@@ -149,3 +149,19 @@ def test_train_on_batch_with_jit_compile_replays_bitwise():
     assert results[0][0] == results[1][0]
     assert all(np.array_equal(a, b) for a, b in zip(results[0][1], results[1][1]))
     assert model.__dict__["_jit_steps"]["train_step"].num_replays > 0
+
+
+def test_every_layer_takes_keras_trainable_keyword(tmp_path):
+    """``Dense(3, trainable=False)``, as in Keras, for every layer (nnkit's PyTorch-style
+    ones too); the flag is not one of the layer's config arguments but is saved."""
+    dense = nn.Dense(3, trainable=False, name="frozen")
+    conv = nn.Conv2d(1, 2, 3, trainable=False)
+    assert dense.name == "frozen" and "trainable" not in dense.get_config()
+    assert [p.requires_grad for p in conv.parameters()] == [False, False]
+    model = nnkit.Sequential(dense, nn.Dense(2, trainable=True))
+    model.build((None, 4))
+    assert [w.requires_grad for w in model.weights] == [False, False, True, True]
+    model.compile("sgd", "mse")
+    model.save(tmp_path / "m.h5")
+    loaded = nnkit.load_model(tmp_path / "m.h5")
+    assert [layer.trainable for layer in loaded.layers] == [False, True]
