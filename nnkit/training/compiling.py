@@ -288,8 +288,17 @@ class Compiling:
         return self._compiled
 
     # ------------------------------------------------------- the compiled loss
-    def compute_loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
-        """The compiled loss of one batch (the weighted sum over outputs).
+    def compute_loss(
+        self,
+        x: Any = None,
+        y: Any = None,
+        y_pred: Any = None,
+        sample_weight: Any = None,
+        training: bool = True,
+    ) -> Tensor:
+        """The compiled loss of one batch (the weighted sum over outputs); Keras 3's
+        signature, so a custom ``train_step`` may call ``self.compute_loss(y=y,
+        y_pred=y_pred)``.
 
         Args:
             x: the inputs (unused by the default; available to overrides).
@@ -299,6 +308,8 @@ class Compiling:
                 ``sum(w_i * loss_i) / batch_size``). Passed only when the batch has weights
                 (``sample_weight``/``class_weight`` of ``fit``), so an override with the
                 three-argument signature keeps working without them.
+            training: Keras's flag, which adds the layers' regularization losses when
+                True; nnkit layers have none (no ``add_loss``), so it changes nothing.
 
         Returns:
             A 0-d Tensor.

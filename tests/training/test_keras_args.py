@@ -173,6 +173,31 @@ def test_a_three_argument_compute_loss_override_still_works():
     assert m.fit(x, y, epochs=1, verbose=0).history["loss"][0] > 0
 
 
+def test_a_custom_train_step_calls_compute_loss_by_keyword_as_in_keras():
+    """Keras 3's torch guide writes ``self.compute_loss(y=y, y_pred=y_pred)`` (no ``x``)
+    in a custom ``train_step``; ``training=`` is taken too."""
+
+    class Custom(nnkit.Sequential):
+        def train_step(self, batch):
+            x, y = batch
+            y_pred = self(x)
+            loss = self.compute_loss(y=y, y_pred=y_pred, training=True)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            return {"loss": loss}
+
+    x, y, _ = problem()
+    nnkit.manual_seed(0)
+    custom = Custom([Linear(4, 3)])
+    custom.compile("sgd", "cross_entropy")
+    nnkit.manual_seed(0)
+    plain = nnkit.Sequential([Linear(4, 3)])
+    plain.compile("sgd", "cross_entropy")
+    kwargs = {"epochs": 2, "verbose": 0, "shuffle": False}
+    assert custom.fit(x, y, **kwargs).history == plain.fit(x, y, **kwargs).history
+
+
 def test_model_checkpoint_honours_the_weights_suffix(tmp_path):
     pytest.importorskip("h5py")
     from nnkit import io

@@ -265,12 +265,14 @@ def test_metrics_with_several_values_in_logs_history_evaluate_and_csv(tmp_path):
 
 
 def test_compile_fit_evaluate_predict_take_keras_arguments_in_keras_order():
-    """Keras's positional order of ``compile``/``fit``/``evaluate``/``predict`` arguments
+    """Keras's positional order of ``compile``/``fit``/``evaluate``/``predict`` (and the
+    other training methods') arguments
     is nnkit's (nnkit's extras, such as compile's ``lr``, come after them, keyword-only),
     with Keras's defaults."""
     import inspect
 
-    for name in ("compile", "fit", "evaluate", "predict"):
+    names = ("compile", "fit", "evaluate", "predict", "compute_loss", "compute_metrics")
+    for name in names + ("train_on_batch", "test_on_batch", "predict_on_batch"):
         theirs = inspect.signature(getattr(keras.Model, name)).parameters
         ours = inspect.signature(getattr(nnkit.Model, name)).parameters
         keras_args = [p for p in theirs.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
