@@ -24,7 +24,7 @@ from nnkit.layers.hook_handle import HookHandle as _HookHandle
 from nnkit.layers.nest import flatten
 from nnkit.layers.parameter import NotBuiltError, Parameter
 from nnkit.layers.placement import Placement
-from nnkit.layers.weights import WEIGHT_LISTS, KerasWeights
+from nnkit.layers.weights import WEIGHT_LISTS, KerasWeights, call_in_mode
 
 __all__ = ["Module", "Parameter", "NotBuiltError"]
 
@@ -118,6 +118,11 @@ class Module(Configurable, Placement, KerasWeights):
             symbolic = _symbolic_argument(args, kwargs)
             if symbolic is not None:  # functional API: record a graph node
                 return symbolic._record_call(self, args, kwargs)
+        if kwargs and "training" in kwargs:  # Keras's layer(x, training=...)
+            return call_in_mode(self, args, kwargs)
+        return self._call_impl(args, kwargs)
+
+    def _call_impl(self, args: tuple, kwargs: dict):
         if not self.built:
             self._build_from(args[0] if args else next(iter(kwargs.values()), None))
         if self._forward_pre_hooks:

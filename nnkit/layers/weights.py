@@ -1,4 +1,5 @@
-"""``KerasWeights``: Keras's ``trainable`` flag and weight lists for every module.
+"""``KerasWeights``: Keras's ``trainable`` flag and weight lists for every module, and
+its ``training=`` call argument (:func:`call_in_mode`).
 
 ``layer.trainable = False`` freezes the layer and every layer inside it, as in Keras:
 their parameters stop requiring grad (so ``fit`` and the optimizers leave them alone),
@@ -24,6 +25,8 @@ between nnkit models of one architecture, not to or from Keras models.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +36,7 @@ from nnkit.autograd.factories import tensor
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.autograd.tensor import Tensor
 
-__all__ = ["KerasWeights", "WEIGHT_LISTS"]
+__all__ = ["KerasWeights", "WEIGHT_LISTS", "call_in_mode"]
 
 #: Keras's weight lists, which ``Module.__getattr__`` answers by ``_weights_of_kind``.
 WEIGHT_LISTS = frozenset({"weights", "trainable_weights", "non_trainable_weights"})
@@ -135,3 +138,30 @@ class KerasWeights:
         with no_grad():
             for w, array in zip(own, values):
                 w.copy_(tensor(array, dtype=w.dtype, device=w.device))
+
+
+@functools.cache
+def _takes_training(forward) -> bool:
+    try:
+        return "training" in inspect.signature(forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def call_in_mode(module: Any, args: tuple, kwargs: dict) -> Any:
+    """Keras's ``layer(x, training=True|False|None)``: the call runs with the module and
+    every module inside it in that mode (dropout active or not, batch norm on batch or
+    running statistics), each restored to its own mode afterwards; None leaves the modes
+    as they are. A ``forward`` that takes ``training`` itself gets it too."""
+    training = kwargs["training"]
+    if not _takes_training(type(module).forward):
+        kwargs = {k: v for k, v in kwargs.items() if k != "training"}
+    if training is None:
+        return module._call_impl(args, kwargs)
+    saved = [(m, m.training) for m in module.modules()]
+    module.train(bool(training))
+    try:
+        return module._call_impl(args, kwargs)
+    finally:
+        for m, mode in saved:
+            m.__dict__["training"] = mode

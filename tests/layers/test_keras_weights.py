@@ -165,3 +165,42 @@ def test_every_layer_takes_keras_trainable_keyword(tmp_path):
     model.save(tmp_path / "m.h5")
     loaded = nnkit.load_model(tmp_path / "m.h5")
     assert [layer.trainable for layer in loaded.layers] == [False, True]
+
+
+def test_training_call_argument_sets_the_mode_for_that_call():
+    """Keras's ``layer(x, training=...)``: the call runs in that mode, every layer inside
+    too, and each layer's own mode comes back afterwards; a forward that takes
+    ``training`` gets it; a functional model keeps it in its graph."""
+    nnkit.manual_seed(0)
+    x = nnkit.randn(64, 4)
+    model = nnkit.Sequential(nn.Dense(8), nn.BatchNorm1d(8), nn.Dropout(0.5))
+    model.eval()
+    with nnkit.no_grad():
+        dropped = model(x, training=True).numpy()  # (batch norm updates its statistics)
+    assert (dropped == 0).mean() > 0.2  # dropout was on for that call
+    assert [m.training for m in model.modules()] == [False] * 4
+    reference = model(x).detach().numpy()
+    model.train()
+    model.layers[1].eval()
+    assert np.array_equal(model(x, training=False).detach().numpy(), reference)
+    assert [m.training for m in model.modules()] == [True, True, False, True]
+
+    class TakesIt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x, training=None):
+            return self.drop(x), training
+
+    layer = TakesIt()
+    layer.eval()
+    out, seen = layer(x, training=True)
+    assert seen is True and (out.numpy() == 0).any() and not layer.training
+
+    inputs = nnkit.Input((4,))
+    outputs = nn.Dropout(0.5)(nn.Dense(8)(inputs), training=True)
+    functional = nnkit.Model(inputs, outputs)
+    functional.eval()
+    with nnkit.no_grad():
+        assert (functional(x).numpy() == 0).any()
