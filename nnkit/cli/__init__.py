@@ -35,6 +35,8 @@ commented examples). Unknown keys are errors; defaults in brackets::
       layers:                   a Sequential of nnkit.layers classes, in order:
         - {type: Dense, units: 128, activation: relu}   other keys are keyword arguments
         - Flatten                                        a bare name: no arguments
+        - {type: Dense, units: 10, trainable: false}    any layer also takes Keras's
+                                #   name (str) and trainable (bool: false freezes it)
     optimizer: {name: adam, lr: 0.001, ...} [adam]   sgd | adam | adamw | rmsprop | adagrad;
                                 #   other keys are the optimizer's keyword arguments
                                 #   (nnkit.optim); with keras: true, nnkit.optimizers's

@@ -260,8 +260,8 @@ def _arguments(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_shown(v)}" for k, v in kwargs.items())
 
 
-def _call(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = ()) -> Any:
-    _bind(path, cls, kwargs, leading)
+def _call(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = (), bind=None) -> Any:
+    (bind or _bind)(path, cls, kwargs, leading)
     try:
         return cls(*leading, **{k: _tuples(v) for k, v in kwargs.items()})
     except (TypeError, ValueError) as err:
@@ -296,7 +296,7 @@ def build_model(model_config: dict) -> Any:
         path = f"model.layers[{i}]"
         name, kwargs = _split_entry(entry, "type")
         cls = _resolve(f"{path}.type", name, classes, "layer")
-        layers.append(_call(path, cls, kwargs))
+        layers.append(_call(path, cls, kwargs, bind=_bind_layer))
     return Sequential(*layers)
 
 
@@ -350,7 +350,8 @@ def build_optimizer(config: dict, model: Any) -> Any:
     """The optimizer over the (built) model's parameters."""
     cls, kwargs = optimizer_spec(config)
     if not _keras_optimizer(config):
-        return _call("optimizer", cls, kwargs, leading=(list(model.parameters()),))
+        trainable = [p for p in model.parameters() if p.requires_grad]  # not frozen ones
+        return _call("optimizer", cls, kwargs, leading=(trainable,))
     optimizer = _call("optimizer", cls, kwargs)
     optimizer.build([p for p in model.parameters() if p.requires_grad])
     return optimizer
@@ -430,7 +431,7 @@ def check_names(config: dict) -> None:
     for i, entry in enumerate(config["model"]["layers"]):
         name, kwargs = _split_entry(entry, "type")
         path = f"model.layers[{i}]"
-        _bind(path, _resolve(f"{path}.type", name, layers, "layer"), kwargs)
+        _bind_layer(path, _resolve(f"{path}.type", name, layers, "layer"), kwargs)
     check_compile(config)
     cls, kwargs = optimizer_spec(config)
     stand_in = [Parameter(zeros(1))]
@@ -449,6 +450,23 @@ def check_names(config: dict) -> None:
         _bind(
             f"callbacks[{i}]", _resolve(f"callbacks[{i}].type", name, classes, "callback"), kwargs
         )
+
+
+#: The keywords every layer takes besides its own (Keras's): their expected types.
+_LAYER_KEYWORDS = {"name": (str, "a string"), "trainable": (bool, "true or false")}
+
+
+def _bind_layer(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = ()) -> None:
+    """:func:`_bind` for a layer, which also takes Keras's ``name`` and ``trainable``."""
+    own = inspect.signature(cls).parameters
+    for key, (kind, wanted) in _LAYER_KEYWORDS.items():
+        if key in kwargs and key not in own and not isinstance(kwargs[key], kind):
+            value = kwargs[key]
+            raise ConfigError(
+                _join(path, key), f"expected {wanted}, got {_type_name(value)} ({_shown(value)})"
+            )
+    own_kwargs = {k: v for k, v in kwargs.items() if k in own or k not in _LAYER_KEYWORDS}
+    _bind(path, cls, own_kwargs, leading)
 
 
 def resolve_device(name: str) -> Any:

@@ -187,7 +187,7 @@ def _compile(
             optimizer.build([p for p in model.parameters() if p.requires_grad])
     else:
         optimizer = _optimizer_class(opt["class_name"], custom_objects)(
-            model.parameters(), lr=opt["lr"]
+            [p for p in model.parameters() if p.requires_grad], lr=opt["lr"]
         )
     model.compile(optimizer, loss, settings["loss_weights"], **metrics)
 

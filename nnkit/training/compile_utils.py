@@ -301,7 +301,8 @@ def make_optimizer(spec: Any, lr: float | None, params: list | None) -> Optimize
         spec: an optimizer instance, a name (Keras's optimizer of that name, from
             :mod:`nnkit.optimizers`) or a callable ``spec(params[, lr=lr])``.
         lr: the learning rate for a name or callable, or None for its default.
-        params: the model's parameters (None: a named optimizer is returned unbuilt).
+        params: the model's parameters (None: a named optimizer is returned unbuilt);
+            those that require grad are given to it (a frozen layer's are not).
 
     Returns:
         The optimizer.
@@ -315,7 +316,8 @@ def make_optimizer(spec: Any, lr: float | None, params: list | None) -> Optimize
         if params is not None:  # None: at compile, built on the model's parameters later
             optimizer.build([p for p in params if p.requires_grad])
         return optimizer
-    return spec(params) if lr is None else spec(params, lr=lr)
+    trainable = [p for p in params if p.requires_grad]  # not a frozen layer's
+    return spec(trainable) if lr is None else spec(trainable, lr=lr)
 
 
 @dataclass

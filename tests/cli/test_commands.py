@@ -29,6 +29,22 @@ def test_train_writes_a_checkpoint_and_prints_test_accuracy(cli, tiny_config, wo
     assert "epochs: 2" in info["attrs"]["config"]  # the effective config, overrides applied
 
 
+def test_a_layer_frozen_in_the_config_stays_as_it_was_made(cli, workdir):
+    """Keras's ``trainable`` (and ``name``) keywords of any layer, in ``model.layers``:
+    the frozen layer's weights come out of training as they went in, through a resume
+    too (the PyTorch-style optimizer is made over the trainable parameters only)."""
+    layers = [{**TINY["model"]["layers"][0], "trainable": False, "name": "features"}]
+    config = {**TINY, "model": {"layers": layers + TINY["model"]["layers"][1:]}}
+    path = write_config(workdir, config, "frozen.yaml")
+    assert cli("train", path).exit_code == 0
+    first = nnkit.io.read_checkpoint(workdir / "run" / "last.h5")["model"]
+    assert cli("train", path, "--set", "train.epochs=2", "--resume", "auto").exit_code == 0
+    second = nnkit.io.read_checkpoint(workdir / "run" / "last.h5")["model"]
+    frozen = [k for k in first if k.startswith("0.")]
+    assert frozen and all(np.array_equal(first[k], second[k]) for k in frozen)
+    assert not np.array_equal(first["2.weight"], second["2.weight"])
+
+
 def test_evaluate_reproduces_the_test_metrics(cli, trained):
     config, checkpoint = trained
     first = cli("evaluate", config, "--checkpoint", checkpoint)

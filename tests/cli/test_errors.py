@@ -73,6 +73,11 @@ def assert_config_error(result, expected: str) -> None:
         ("device=tpu", "config error: device: "),
         ("train.epochs", "config error: --set: 'train.epochs': expected KEY.PATH=VALUE"),
         ("model.layers[5].units=2", "config error: model.layers[5]: index out of range"),
+        (
+            "model.layers[0].trainable=0",
+            "config error: model.layers[0].trainable: expected true or false, got an integer",
+        ),
+        ("model.layers[0].name=3", "config error: model.layers[0].name: expected a string"),
     ],
 )
 def test_train_config_errors(cli, tiny_config, override, expected):
