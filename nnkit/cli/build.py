@@ -260,7 +260,9 @@ def _arguments(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_shown(v)}" for k, v in kwargs.items())
 
 
-def _call(path: str, cls: type, kwargs: dict[str, Any], leading: tuple = (), bind=None) -> Any:
+def _call(
+    path: str, cls: type, kwargs: dict[str, Any], leading: tuple = (), bind: Any = None
+) -> Any:
     (bind or _bind)(path, cls, kwargs, leading)
     try:
         return cls(*leading, **{k: _tuples(v) for k, v in kwargs.items()})

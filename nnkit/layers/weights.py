@@ -12,15 +12,18 @@ trained (the optimizer is built on the parameters trainable then).
 
 ``weights`` (answered where the module has no parameter, buffer, submodule or attribute
 of that name of its own, as PyTorch code may) lists the module's weights, each once,
-module by module (the module
-itself, then its children in order): each module's parameters in registration order,
-then its floating-point persistent buffers (BatchNorm's running mean and variance,
-Keras's moving statistics; not the integer ``num_batches_tracked``).
-``trainable_weights`` are those parameters that require grad, ``non_trainable_weights``
-the rest. ``get_weights()`` gives them as NumPy arrays and ``set_weights(arrays)``
-assigns them in place, **in nnkit's layouts**, which are PyTorch's (a ``Dense``/``Linear``
-weight is ``(units, input_dim)``, Keras's kernel ``(input_dim, units)``): arrays move
-between nnkit models of one architecture, not to or from Keras models.
+module by module (the module itself, then its children in order): each module's
+parameters in registration order, then its floating-point persistent buffers
+(BatchNorm's running mean and variance, Keras's moving statistics; not the integer
+``num_batches_tracked``). ``trainable_weights`` are those parameters that require grad,
+``non_trainable_weights`` the rest. ``get_weights()`` gives them as NumPy arrays and
+``set_weights(arrays)`` assigns them in place, **in nnkit's layouts**, which are
+PyTorch's (a ``Dense``/``Linear`` weight is ``(units, input_dim)``, Keras's kernel
+``(input_dim, units)``): arrays move between nnkit models of one architecture, not to or
+from Keras models.
+
+``layer(x, training=True|False)`` runs that call in training or eval mode, as Keras's
+``training`` call argument (:func:`call_in_mode`).
 """
 
 from __future__ import annotations

@@ -89,8 +89,7 @@ class OnBatch:
             raise ValueError(
                 "Arguments `sample_weight` and `class_weight` cannot be specified at the same time."
             )
-        target = self._target()
-        batch = self._to_device(_batch(x, y, sample_weight), target)
+        batch = self._to_device(_batch(x, y, sample_weight))
         self._build_on(da.unpack_batch(batch)[0])
         if table is not None:
             batch = da.with_class_weight(batch, table)
