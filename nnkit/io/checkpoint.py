@@ -7,6 +7,7 @@ Every object follows the one checkpoint protocol (``state_dict``/``load_state_di
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -202,13 +203,18 @@ def load_checkpoint(
     return {**_summary(content, targets, restore_rng), "callbacks_restored": restored}
 
 
-def load_weights(path: PathLike, module: Any, *, strict: bool = True) -> Any:
+def load_weights(
+    path: PathLike, module: Any, *, strict: bool = True, skip_mismatch: bool = False
+) -> Any:
     """Loads weights saved by :func:`save_weights` or :func:`save_checkpoint`.
 
     Args:
         path: a weights file or a full checkpoint.
         module: the Module to load into (its parameters are updated in place).
         strict: require the keys to match exactly.
+        skip_mismatch: leave the module's entries whose saved shape differs as they are,
+            with a warning naming them (Keras's ``skip_mismatch``), instead of raising;
+            they count as neither missing nor unexpected.
 
     Returns:
         The ``IncompatibleKeys(missing_keys, unexpected_keys)`` of ``load_state_dict``.
@@ -231,7 +237,24 @@ def load_weights(path: PathLike, module: Any, *, strict: bool = True) -> Any:
     """
     content = read_file(path, sections=["model"], expect=_expected(module))
     _require(content, path, ["model"])
-    return module.load_state_dict(content["model"], strict=strict)
+    state = content["model"]
+    if skip_mismatch:
+        own = module.state_dict()
+        skipped = [
+            k for k, v in state.items() if k in own and tuple(v.shape) != tuple(own[k].shape)
+        ]
+        if skipped:
+            warnings.warn(
+                f"{os.fspath(path)}: weights not loaded (their saved shapes differ from the "
+                "model's): "
+                + ", ".join(
+                    f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in skipped
+                ),
+                stacklevel=3,
+            )
+            # the model's own values for those: neither missing nor unexpected
+            state = {k: own[k] if k in skipped else v for k, v in state.items()}
+    return module.load_state_dict(state, strict=strict)
 
 
 def read_checkpoint(path: PathLike, sections: list[str] | None = None) -> dict[str, Any]:

@@ -274,3 +274,30 @@ def test_compile_by_name_makes_the_optimizer_at_once_and_saves_it_unbuilt(tmp_pa
     assert float(loaded.optimizer.learning_rate) == 0.25
     loaded.fit(x, y, epochs=1, verbose=0)
     assert loaded.optimizer.built and int(loaded.optimizer.iterations) == 1
+
+
+def test_keras_file_arguments_overwrite_and_skip_mismatch(tmp_path):
+    """``save``/``save_weights(overwrite=False)`` refuse an existing file (nnkit raises
+    where Keras asks on the terminal); ``load_weights(skip_mismatch=True)`` leaves the
+    weights whose saved shapes differ as they are, with a warning naming them."""
+    source = nnkit.Sequential(nn.Dense(4), nn.Dense(3))
+    source.build((None, 2))
+    source.compile("sgd", "mse")
+    path = tmp_path / "a.weights.h5"
+    source.save_weights(path)
+    for save in (source.save_weights, source.save):
+        with pytest.raises(FileExistsError, match="overwrite=False"):
+            save(path, overwrite=False)
+    source.save_weights(path, overwrite=True)
+    source.save(tmp_path / "new.h5", overwrite=False)  # a new file is fine
+    target = nnkit.Sequential(nn.Dense(4), nn.Dense(5))  # another head
+    target.build((None, 2))
+    head = target.layers[1].weight.detach().numpy().copy()
+    with pytest.raises(RuntimeError, match="size mismatch for 1.weight"):
+        target.load_weights(path)
+    with pytest.warns(UserWarning, match=r"1\.weight \(3, 4\) vs \(5, 4\), 1\.bias"):
+        keys = target.load_weights(path, skip_mismatch=True)
+    assert keys.missing_keys == [] and keys.unexpected_keys == []
+    assert np.array_equal(target.layers[1].weight.detach().numpy(), head)
+    for ours, theirs in zip(target.layers[0].get_weights(), source.layers[0].get_weights()):
+        assert np.array_equal(ours, theirs)
