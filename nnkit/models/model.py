@@ -2,13 +2,14 @@
 
 ``compile``/``fit``/``evaluate``/``predict``/``save`` come from
 :class:`nnkit.training.Trainer` (DESIGN §3, "Training"); this file adds ``build``,
-``count_params``, ``get_layer`` and :meth:`Model.summary` (laid out by
+``count_params``, ``to_json``, ``get_layer`` and :meth:`Model.summary` (laid out by
 :mod:`nnkit.models.summary`). ``nnkit.Model(inputs, outputs)`` returns a functional
 model (:class:`nnkit.models.functional.Functional`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from nnkit.backends.dtypes import int64
 from nnkit.layers.embedding import Embedding
 from nnkit.layers.module import Module
 from nnkit.models.summary import listed_layers, print_summary, weight_counts
+from nnkit.saving.serialization import serialize
 from nnkit.training.trainer import Trainer
 
 __all__ = ["Model"]
@@ -119,6 +121,16 @@ class Model(Trainer, Module):
         self.check_built()
         counts = weight_counts(self)
         return counts["trainable"][0] + counts["non_trainable"][0]
+
+    def to_json(self, **kwargs: Any) -> str:
+        """Keras's ``to_json()``: the architecture (no weights) as a JSON string, which
+        :func:`nnkit.saving.model_from_json` rebuilds; ``kwargs`` go to ``json.dumps``.
+
+        Raises:
+            SerializationError: if a layer cannot describe itself (see
+                :func:`nnkit.saving.register_serializable`).
+        """
+        return json.dumps(serialize(self), **kwargs)
 
     def get_layer(self, name: str | None = None, index: int | None = None) -> Module:
         """A layer by name or by index in :attr:`layers` (Keras's ``get_layer``).

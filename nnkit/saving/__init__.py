@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from nnkit.saving.model_file import load_model
+from nnkit.saving.model_file import load_model, model_from_json
 from nnkit.saving.serialization import (
     SerializationError,
     custom_object_scope,
@@ -36,6 +36,7 @@ from nnkit.saving.serialization import (
 
 __all__ = [
     "load_model",
+    "model_from_json",
     "register_serializable",
     "register_keras_serializable",
     "get_registered_name",

@@ -27,7 +27,7 @@ from nnkit.saving.serialization import (
     serialize,
 )
 
-__all__ = ["model_config", "load_model", "FORMAT"]
+__all__ = ["model_config", "load_model", "model_from_json", "FORMAT"]
 
 FORMAT = "nnkit.model"
 VERSION = 1
@@ -101,6 +101,34 @@ def _callable(fn: Any, name: str | None = None) -> Any:
         return {"value": _value(fn, f"the {name or get_registered_name(fn)} of compile()")}
     except SerializationError:
         return {"name": name or get_registered_name(fn)}
+
+
+def model_from_json(json_string: str, custom_objects: Mapping[str, Any] | None = None) -> Any:
+    """Keras's ``model_from_json``: the model that ``model.to_json()`` describes, with
+    fresh weights (built where the saved model was built).
+
+    Args:
+        json_string: what ``to_json()`` returned.
+        custom_objects: ``{name: class or function}`` for user layers not registered.
+
+    Returns:
+        The model.
+
+    Raises:
+        SerializationError: if the string is not JSON or not a serialized model.
+
+    Example:
+        >>> model = nnkit.Sequential(nn.Dense(4, activation="relu"), nn.Dense(2))
+        >>> model.build((None, 3))
+        >>> twin = nnkit.saving.model_from_json(model.to_json())
+        >>> [w.shape for w in twin.get_weights()] == [w.shape for w in model.get_weights()]
+        True
+    """
+    try:
+        config = json.loads(json_string)
+    except (TypeError, json.JSONDecodeError) as err:
+        raise SerializationError(f"model_from_json: not a JSON string ({err})") from None
+    return deserialize(config, custom_objects)
 
 
 def load_model(

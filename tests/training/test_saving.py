@@ -301,3 +301,26 @@ def test_keras_file_arguments_overwrite_and_skip_mismatch(tmp_path):
     assert np.array_equal(target.layers[1].weight.detach().numpy(), head)
     for ours, theirs in zip(target.layers[0].get_weights(), source.layers[0].get_weights()):
         assert np.array_equal(ours, theirs)
+
+
+def test_to_json_and_model_from_json_rebuild_the_architecture():
+    """Keras's ``model.to_json()`` / ``model_from_json``: the same architecture (layer
+    configs, frozen layers, functional graphs) with fresh weights; a bad string names
+    the function."""
+    model = nnkit.Sequential(nn.Dense(4, activation="relu"), nn.Dense(2, trainable=False))
+    model.build((None, 3))
+    twin = nnkit.models.model_from_json(model.to_json())
+    assert [layer.get_config() for layer in twin.layers] == [
+        layer.get_config() for layer in model.layers
+    ]
+    assert [layer.trainable for layer in twin.layers] == [True, False]
+    assert not all(np.array_equal(a, b) for a, b in zip(twin.get_weights(), model.get_weights()))
+    twin.set_weights(model.get_weights())
+    x = nnkit.randn(5, 3)
+    assert np.array_equal(twin(x).detach().numpy(), model(x).detach().numpy())
+    inputs = nnkit.Input((3,))
+    functional = nnkit.Model(inputs, nn.Dense(2)(nn.Dense(4)(inputs)))
+    rebuilt = nnkit.saving.model_from_json(functional.to_json(indent=2))
+    assert type(rebuilt).__name__ == "Functional" and rebuilt.count_params() == 26
+    with pytest.raises(SerializationError, match="model_from_json: not a JSON string"):
+        nnkit.saving.model_from_json("{not json")
