@@ -351,11 +351,11 @@ def _keras_optimizer(config: dict) -> bool:
 def build_optimizer(config: dict, model: Any) -> Any:
     """The optimizer over the (built) model's parameters."""
     cls, kwargs = optimizer_spec(config)
+    trainable = [p for p in model.parameters() if p.requires_grad]  # not a frozen layer's
     if not _keras_optimizer(config):
-        trainable = [p for p in model.parameters() if p.requires_grad]  # not frozen ones
         return _call("optimizer", cls, kwargs, leading=(trainable,))
     optimizer = _call("optimizer", cls, kwargs)
-    optimizer.build([p for p in model.parameters() if p.requires_grad])
+    optimizer.build(trainable)
     return optimizer
 
 

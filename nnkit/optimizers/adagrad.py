@@ -80,14 +80,14 @@ class Adagrad(Optimizer):
             variables, "accumulator", initializer=self.initial_accumulator_value
         )
 
-    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+    def _update_fused(self, params, grads, slot, learning_rate) -> None:
         """:meth:`update_step` for every variable in one in-place kernel
         (:func:`~nnkit.backends.optim_kernels.keras_adagrad_step`; see
         :meth:`Optimizer._update_all`)."""
         keras_adagrad_step(
-            [x._impl.data for x in variables],
-            [g._impl.data for g in grads],
-            self._slot_mats(self._accumulators, variables),
+            params,
+            grads,
+            slot(self._accumulators),
             learning_rate=learning_rate,
             epsilon=self.epsilon,
         )

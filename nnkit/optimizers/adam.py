@@ -102,16 +102,16 @@ class Adam(Optimizer):
         beta_2_power = self.beta_2**local_step
         return learning_rate * math.sqrt(1 - beta_2_power) / (1 - beta_1_power)
 
-    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+    def _update_fused(self, params, grads, slot, learning_rate) -> None:
         """:meth:`update_step` for every variable in one in-place kernel
         (:func:`~nnkit.backends.optim_kernels.keras_adam_step`; see
         :meth:`Optimizer._update_all`)."""
         keras_adam_step(
-            [x._impl.data for x in variables],
-            [g._impl.data for g in grads],
-            self._slot_mats(self._momentums, variables),
-            self._slot_mats(self._velocities, variables),
-            self._slot_mats(self._velocity_hats, variables) if self.amsgrad else None,
+            params,
+            grads,
+            slot(self._momentums),
+            slot(self._velocities),
+            slot(self._velocity_hats) if self.amsgrad else None,
             alpha=self._step_size(learning_rate),
             beta_1=self.beta_1,
             beta_2=self.beta_2,

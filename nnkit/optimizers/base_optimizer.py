@@ -34,6 +34,7 @@ parameter's ``.grad``), ``state_dict()``/``load_state_dict()`` and one parameter
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from collections.abc import Iterable, Sequence
@@ -50,6 +51,13 @@ from nnkit.optimizers.utils import is_real
 from nnkit.saving.serialization import deserialize
 
 __all__ = ["Optimizer"]
+
+
+@functools.cache
+def _update_step_owner(cls: type) -> type:
+    """The class that defines ``cls``'s ``update_step`` (see
+    :meth:`Optimizer._update_all`)."""
+    return next(c for c in cls.__mro__ if "update_step" in vars(c))
 
 
 class Optimizer(GradientTransforms, TorchProtocol):
@@ -477,22 +485,24 @@ class Optimizer(GradientTransforms, TorchProtocol):
 
     def _update_all(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
         """The algorithm's step for every variable: where the class that defines the
-        :meth:`update_step` in use also defines ``_update_fused(grads, variables,
+        :meth:`update_step` in use also defines ``_update_fused(params, grads, slot,
         learning_rate)``, that (one in-place kernel over every variable, bitwise
-        ``update_step``'s values and versions, from
-        :mod:`nnkit.backends.optim_kernels`); else :meth:`update_step` one by one, so a
-        subclass that overrides ``update_step`` runs its own."""
-        owner = next(c for c in type(self).__mro__ if "update_step" in vars(c))
-        if self._fused and "_update_fused" in vars(owner):
-            owner._update_fused(self, grads, variables, learning_rate)
+        ``update_step``'s values and versions, from :mod:`nnkit.backends.optim_kernels`):
+        it gets the variables' and gradients' Mats and ``slot(tensors)``, the Mats of a
+        per-variable state list in the variables' order; else :meth:`update_step` one by
+        one, so a subclass that overrides ``update_step`` runs its own."""
+        fused = vars(_update_step_owner(type(self))).get("_update_fused")
+        if fused is None or not self._fused:
+            for grad, var in zip(grads, variables):
+                self.update_step(grad, var, learning_rate)
             return
-        for grad, var in zip(grads, variables):
-            self.update_step(grad, var, learning_rate)
+        index = [self._get_variable_index(v) for v in variables]
 
-    def _slot_mats(self, slots: list[Tensor], variables: list[Tensor]) -> list:
-        """The Mats of ``slots`` (one state Tensor per built variable) for ``variables``,
-        in their order (what an ``_update_fused`` kernel takes)."""
-        return [slots[self._get_variable_index(v)]._impl.data for v in variables]
+        def slot(tensors: list[Tensor]) -> list:
+            return [tensors[k]._impl.data for k in index]
+
+        params = [v._impl.data for v in variables]
+        fused(self, params, [g._impl.data for g in grads], slot, learning_rate)
 
     # --------------------------------------------------------------- weights
     def set_weights(self, weights: Sequence[Any]) -> None:

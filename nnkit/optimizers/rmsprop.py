@@ -96,16 +96,16 @@ class RMSprop(Optimizer):
         if self.centered:
             self._average_gradients = self.add_optimizer_variables(variables, "average_gradient")
 
-    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+    def _update_fused(self, params, grads, slot, learning_rate) -> None:
         """:meth:`update_step` for every variable in one in-place kernel
         (:func:`~nnkit.backends.optim_kernels.keras_rmsprop_step`; see
         :meth:`Optimizer._update_all`)."""
         keras_rmsprop_step(
-            [x._impl.data for x in variables],
-            [g._impl.data for g in grads],
-            self._slot_mats(self._velocities, variables),
-            self._slot_mats(self._average_gradients, variables) if self.centered else None,
-            self._slot_mats(self._momentums, variables) if self.momentum > 0 else None,
+            params,
+            grads,
+            slot(self._velocities),
+            slot(self._average_gradients) if self.centered else None,
+            slot(self._momentums) if self.momentum > 0 else None,
             learning_rate=learning_rate,
             rho=self.rho,
             momentum=self.momentum,

@@ -90,14 +90,14 @@ class SGD(Optimizer):
         if self.momentum != 0:
             self.momentums = self.add_optimizer_variables(variables, "momentum")
 
-    def _update_fused(self, grads: list[Tensor], variables: list[Tensor], learning_rate) -> None:
+    def _update_fused(self, params, grads, slot, learning_rate) -> None:
         """:meth:`update_step` for every variable in one in-place kernel
         (:func:`~nnkit.backends.optim_kernels.keras_sgd_step`; see
         :meth:`Optimizer._update_all`)."""
         keras_sgd_step(
-            [x._impl.data for x in variables],
-            [g._impl.data for g in grads],
-            self._slot_mats(self.momentums, variables) if self.momentum != 0 else None,
+            params,
+            grads,
+            slot(self.momentums) if self.momentum != 0 else None,
             learning_rate=learning_rate,
             momentum=self.momentum,
             nesterov=self.nesterov,

@@ -209,14 +209,13 @@ def _compile(
     if "name" in opt:  # never built: compile by name, as it was
         model.compile(opt["name"], loss, settings["loss_weights"], lr=opt["lr"], **metrics)
         return
+    trainable = [p for p in model.parameters() if p.requires_grad]  # not a frozen layer's
     if "keras" in opt:
         optimizer = deserialize(opt["keras"], custom_objects)
         if opt.get("built", True):  # compiled by name but never fitted: built on first fit
-            optimizer.build([p for p in model.parameters() if p.requires_grad])
+            optimizer.build(trainable)
     else:
-        optimizer = _optimizer_class(opt["class_name"], custom_objects)(
-            [p for p in model.parameters() if p.requires_grad], lr=opt["lr"]
-        )
+        optimizer = _optimizer_class(opt["class_name"], custom_objects)(trainable, lr=opt["lr"])
     model.compile(optimizer, loss, settings["loss_weights"], **metrics)
 
 

@@ -210,7 +210,7 @@ def serialize(obj: Any) -> dict[str, Any]:
     build_config = build() if callable(build) else None
     if build_config is not None:
         out["build_config"] = _value(build_config, f"{cls.__name__} build config")
-    if getattr(obj, "__dict__", {}).get("_trainable", True) is False:  # a frozen layer
+    if getattr(obj, "trainable", True) is False:  # a frozen layer (Keras's flag)
         out["trainable"] = False
     return out
 

@@ -309,14 +309,15 @@ def make_optimizer(spec: Any, lr: float | None, params: list | None) -> Optimize
     """
     if isinstance(spec, Optimizer):
         return spec
+    # None: a name at compile, built on the model's parameters later
+    trainable = None if params is None else [p for p in params if p.requires_grad]
     if isinstance(spec, str):  # Keras's optimizer of that name, as keras.Model.compile
         optimizer = get_optimizer(spec.lower())
         if lr is not None:
             optimizer.learning_rate = lr
-        if params is not None:  # None: at compile, built on the model's parameters later
-            optimizer.build([p for p in params if p.requires_grad])
+        if trainable is not None:
+            optimizer.build(trainable)
         return optimizer
-    trainable = [p for p in params if p.requires_grad]  # not a frozen layer's
     return spec(trainable) if lr is None else spec(trainable, lr=lr)
 
 

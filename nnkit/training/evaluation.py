@@ -9,7 +9,7 @@ from typing import Any
 
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.training import data_adapter as da
-from nnkit.training.fit_state import concat_outputs, num_steps, to_numpy
+from nnkit.training.fit_state import concat_outputs, num_steps, returned_logs, to_numpy
 from nnkit.training.metrics import MeanTracker
 
 __all__ = ["Evaluation"]
@@ -71,11 +71,7 @@ class Evaluation:
             caller="evaluate",
         )
         cbs = self._callbacks(callbacks, verbose, steps=num_steps(loader, steps))
-        logs = self._test_loop(loader, cbs, steps)
-        if return_dict:
-            return logs
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
+        return returned_logs(self._test_loop(loader, cbs, steps), return_dict)
 
     def _test_loop(self, loader: Iterable, cbs: Any, steps: int | None = None) -> dict:
         tracker = MeanTracker()

@@ -14,7 +14,7 @@ from nnkit.autograd.tensor import Tensor
 from nnkit.training.distributed_fit import DistributedFit
 from nnkit.training.metrics import MeanTracker
 
-__all__ = ["FitState", "to_numpy", "concat_outputs", "num_steps"]
+__all__ = ["FitState", "to_numpy", "concat_outputs", "num_steps", "returned_logs"]
 
 
 @dataclass
@@ -170,3 +170,12 @@ def num_steps(loader: Iterable, limit: int | None = None) -> int | None:
     except TypeError:
         return limit
     return total if limit is None else min(total, limit)
+
+
+def returned_logs(logs: dict, return_dict: bool) -> Any:
+    """What ``evaluate`` and the ``*_on_batch`` methods return (Keras): ``logs``, or the
+    loss alone if there is nothing else, else the list of the loss and the metrics."""
+    if return_dict:
+        return logs
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values

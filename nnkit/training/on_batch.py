@@ -15,7 +15,7 @@ from typing import Any
 
 from nnkit.autograd.grad_mode import no_grad
 from nnkit.training import data_adapter as da
-from nnkit.training.fit_state import to_numpy
+from nnkit.training.fit_state import returned_logs, to_numpy
 from nnkit.training.metrics import MeanTracker
 
 __all__ = ["OnBatch"]
@@ -42,11 +42,7 @@ class OnBatch:
     def _one_batch_logs(self, logs: dict, batch: tuple, return_dict: bool) -> Any:
         tracker = MeanTracker()
         tracker.update(logs, da.batch_size_of(da.unpack_batch(batch)[0]))
-        result = self._logs(tracker)
-        if return_dict:
-            return result
-        values = list(result.values())
-        return values[0] if len(values) == 1 else values
+        return returned_logs(self._logs(tracker), return_dict)
 
     def train_on_batch(
         self,
